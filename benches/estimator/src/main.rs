@@ -1,0 +1,145 @@
+//! Helper for `benches/fit_estimator.py`; see that script. Commands:
+//!
+//! - `layout`: the table layout as JSON (groups with their features).
+//! - `dump <cl100k|o200k> <digit_group> <docs.bin>`: every piece of every document as
+//!   little-endian `u32` records `(doc, start, end, cell, chars)`; digit runs split into groups.
+//! - `estimate <docs.bin>`: per document, `cl100k o200k llama3 qwen3 conservative` estimates.
+//! - `bench <file> <encoding> [seconds]`: single-thread throughput in MB/s.
+//!
+//! `docs.bin` is a sequence of `u32` little-endian length + UTF-8 bytes.
+
+#![allow(dead_code)]
+
+#[path = "../../../rust/estimate.rs"]
+mod estimate;
+#[path = "../../../rust/profiles.rs"]
+mod profiles;
+#[path = "../../../rust/scan.rs"]
+mod scan;
+
+use std::io::Write;
+use std::time::Instant;
+
+use estimate::Encoding;
+use scan::{Dialect, Kind};
+
+fn read_docs(path: &str) -> Vec<Vec<u8>> {
+    let data = std::fs::read(path).unwrap_or_else(|e| panic!("reading {path}: {e}"));
+    let mut docs = Vec::new();
+    let mut i = 0;
+    while i + 4 <= data.len() {
+        let n = u32::from_le_bytes([data[i], data[i + 1], data[i + 2], data[i + 3]]) as usize;
+        docs.push(data[i + 4..i + 4 + n].to_vec());
+        i += 4 + n;
+    }
+    docs
+}
+
+fn layout() {
+    let mut out = String::from("{\"len_buckets\": ");
+    out += &estimate::LEN_BUCKETS.to_string();
+    out += ", \"groups\": [";
+    for g in 0..estimate::N_GROUPS {
+        let (kind, a, b, c) = estimate::describe_group(g).expect("group in range");
+        if g > 0 {
+            out += ", ";
+        }
+        out += &format!("[\"{kind}\", {a}, {b}, {c}]");
+    }
+    out += "]}";
+    println!("{out}");
+}
+
+fn dump(dialect: &str, digit_group: u32, path: &str) {
+    let dialect = match dialect {
+        "cl100k" => Dialect::Cl100k,
+        "o200k" => Dialect::O200k,
+        other => panic!("unknown dialect {other}"),
+    };
+    let docs = read_docs(path);
+    let mut out = Vec::new();
+    let mut rec = |d: usize, s: usize, e: usize, cell: u32, chars: u32| {
+        for v in [d as u32, s as u32, e as u32, cell, chars] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+    };
+    let lb = estimate::LEN_BUCKETS;
+    for (d, doc) in docs.iter().enumerate() {
+        scan::scan(doc, dialect, |p| {
+            let Some(g) = estimate::group(&p, doc) else {
+                rec(d, p.start, p.end, u32::MAX, 1);
+                return;
+            };
+            if p.kind == Kind::Digits {
+                // Split the run into groups by characters, as the real pre-tokenizer does.
+                let text = std::str::from_utf8(&doc[p.start..p.end]).expect("digits are UTF-8");
+                let idx: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
+                let mut k = 0;
+                while k < idx.len() {
+                    let n = (idx.len() - k).min(digit_group as usize);
+                    let s = p.start + idx[k];
+                    let e = if k + n < idx.len() {
+                        p.start + idx[k + n]
+                    } else {
+                        p.end
+                    };
+                    rec(d, s, e, (g * lb + n - 1) as u32, n as u32);
+                    k += n;
+                }
+            } else {
+                let n = (p.chars.max(1) as usize).min(lb);
+                rec(d, p.start, p.end, (g * lb + n - 1) as u32, p.chars.max(1));
+            }
+        });
+    }
+    std::io::stdout().write_all(&out).expect("stdout");
+}
+
+fn estimate_docs(path: &str) {
+    let docs = read_docs(path);
+    let mut out = String::new();
+    for doc in &docs {
+        let v: Vec<String> = Encoding::ALL
+            .iter()
+            .map(|&e| estimate::estimate_tokens(doc, e).to_string())
+            .collect();
+        out += &v.join(" ");
+        out.push('\n');
+    }
+    print!("{out}");
+}
+
+fn bench(path: &str, enc: &str, seconds: f64) {
+    let data = std::fs::read(path).expect("bench file");
+    let enc = Encoding::from_name(enc).expect("encoding name");
+    let mut total = 0u64;
+    let mut bytes = 0u64;
+    let t0 = Instant::now();
+    while t0.elapsed().as_secs_f64() < seconds {
+        total = total.wrapping_add(estimate::estimate_tokens(std::hint::black_box(&data), enc));
+        bytes += data.len() as u64;
+    }
+    let mbps = bytes as f64 / t0.elapsed().as_secs_f64() / 1e6;
+    println!(
+        "{mbps:.1} MB/s ({} tokens/pass)",
+        estimate::estimate_tokens(&data, enc)
+    );
+    std::hint::black_box(total);
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let a = |i: usize| args.get(i).map_or("", String::as_str);
+    match a(1) {
+        "layout" => layout(),
+        "dump" => dump(a(2), a(3).parse().expect("digit group"), a(4)),
+        "estimate" => estimate_docs(a(2)),
+        "bench" => bench(a(2), a(3), a(4).parse().unwrap_or(1.0)),
+        _ => {
+            eprintln!(
+                "usage: fit_helper layout | dump D G DOCS | estimate DOCS | bench FILE ENC [S]"
+            );
+            std::process::exit(2);
+        }
+    }
+}

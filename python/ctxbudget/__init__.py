@@ -1,0 +1,40 @@
+"""ctxbudget: keep LLM agent requests inside the model's context window, every turn.
+
+The hot paths (token estimation, text validation, selection, pairing checks) run in a Rust
+core; this package is the typed public surface.
+
+>>> import ctxbudget
+>>> ctxbudget.estimate_tokens("def add(a, b):\\n    return a + b\\n") > 0
+True
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+from ctxbudget.errors import BinaryContentError
+from ctxbudget.pairing import EventKind, PairingViolation, validate_pairing
+from ctxbudget.selection import Selection, select_largest
+from ctxbudget.tokens import DEFAULT_ENCODING, ENCODINGS, estimate_tokens
+from ctxbudget.tool_output import check_text, detect_type, validate_text
+
+try:
+    __version__ = version("ctxbudget")
+except PackageNotFoundError:  # pragma: no cover - running from a source tree
+    __version__ = "0.0.0"
+
+__all__ = [
+    "DEFAULT_ENCODING",
+    "ENCODINGS",
+    "BinaryContentError",
+    "EventKind",
+    "PairingViolation",
+    "Selection",
+    "__version__",
+    "check_text",
+    "detect_type",
+    "estimate_tokens",
+    "select_largest",
+    "validate_pairing",
+    "validate_text",
+]

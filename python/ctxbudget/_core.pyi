@@ -1,0 +1,30 @@
+"""Type stubs for the Rust core. Kept in sync with rust/py.rs (checked by mypy.stubtest)."""
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "check_text",
+    "detect_type",
+    "encodings",
+    "estimate_tokens",
+    "select_largest",
+    "validate_pairing",
+    "validate_text",
+]
+
+_BytesLike = bytes | bytearray | memoryview
+
+def validate_text(data: _BytesLike, /) -> None: ...
+def check_text(data: _BytesLike, /) -> str: ...
+def detect_type(data: _BytesLike, /) -> str | None: ...
+def estimate_tokens(text: str | _BytesLike, /, encoding: str = "o200k") -> int: ...
+def encodings() -> list[str]: ...
+def select_largest(
+    sizes: Sequence[int] | npt.NDArray[np.int64], need: int, /, protected: Sequence[int]
+) -> tuple[list[int], int, int]: ...
+def validate_pairing(
+    events: Iterable[tuple[int, int | str, str]], /
+) -> list[tuple[str, str, list[int]]]: ...

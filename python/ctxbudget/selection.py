@@ -1,0 +1,64 @@
+"""Choosing which items to shrink: the largest first, as few as possible."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ctxbudget import _core
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+__all__ = ["Selection", "select_largest"]
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """The result of :func:`select_largest`.
+
+    Attributes:
+        indices: Chosen indices, in the order chosen (largest first, oldest first on ties).
+        freed: Sum of the chosen sizes.
+        shortfall: How much of ``need`` is still missing; 0 when ``freed >= need``.
+    """
+
+    indices: list[int]
+    freed: int
+    shortfall: int
+
+
+def select_largest(
+    sizes: Sequence[int] | npt.NDArray[np.int64],
+    need: int,
+    *,
+    protected: Iterable[int] = (),
+) -> Selection:
+    """Pick the fewest items, largest first, whose sizes add up to at least ``need``.
+
+    Used to decide which tool outputs to replace by stubs when a request overflows: freeing
+    the largest first touches the fewest messages. Ties go to the oldest (lowest index).
+    Items of size 0 free nothing and are never chosen.
+
+    Args:
+        sizes: Non-negative sizes (e.g. token counts), a sequence of ints or an ``int64``
+            numpy array (read without copying into Python objects).
+        need: How much must be freed. ``need <= 0`` selects nothing.
+        protected: Indices that must never be chosen (e.g. the fresh tail).
+
+    Returns:
+        A :class:`Selection`; its ``shortfall`` is positive when even every allowed item is
+        not enough (then every allowed item of non-zero size is chosen).
+
+    Raises:
+        ValueError: A negative size, or a protected index out of range or negative.
+
+    >>> select_largest([5, 1, 9, 3], 10).indices
+    [2, 0]
+    >>> select_largest([5, 1, 9, 3], 10, protected=[2])
+    Selection(indices=[0, 3, 1], freed=9, shortfall=1)
+    """
+    indices, freed, shortfall = _core.select_largest(sizes, need, list(protected))
+    return Selection(indices=indices, freed=freed, shortfall=shortfall)

@@ -1,0 +1,14 @@
+//! ctxbudget's Rust core: token estimation, text validation, selection and pairing checks.
+//!
+//! The core modules are plain Rust and never touch `PyO3`; the Python bindings live in
+//! `py.rs` behind the `python` feature, which maturin enables.
+
+pub mod estimate;
+pub mod pairing;
+pub mod profiles;
+pub mod scan;
+pub mod select;
+pub mod text;
+
+#[cfg(feature = "python")]
+mod py;

@@ -1,0 +1,276 @@
+//! Python bindings: convert arguments, call the core, map errors. No logic lives here.
+
+use pyo3::buffer::PyUntypedBuffer;
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyString};
+
+use crate::estimate::{self, Encoding};
+use crate::pairing::{self, EventKind, PairingEvent};
+use crate::select;
+use crate::text::{self, TextError};
+
+pyo3::import_exception!(ctxbudget.errors, BinaryContentError);
+
+/// Inputs at least this large are processed with the interpreter released.
+const DETACH_THRESHOLD: usize = 64 * 1024;
+
+/// Borrowed bytes of a `bytes`, `bytearray` or `memoryview` (any C-contiguous buffer).
+enum ByteSource<'py> {
+    Bytes(Bound<'py, PyBytes>),
+    Buffer(PyUntypedBuffer),
+}
+
+impl<'py> ByteSource<'py> {
+    fn new(obj: &Bound<'py, PyAny>, what: &str) -> PyResult<Self> {
+        if let Ok(bytes) = obj.cast::<PyBytes>() {
+            return Ok(Self::Bytes(bytes.clone()));
+        }
+        if obj.is_instance_of::<PyString>() {
+            return Err(PyTypeError::new_err(format!(
+                "{what} takes bytes, bytearray or memoryview, not str (a str is already text)"
+            )));
+        }
+        let buffer = PyUntypedBuffer::get(obj).map_err(|_| {
+            PyTypeError::new_err(format!(
+                "{what} takes bytes, bytearray or memoryview, not {}",
+                type_name(obj)
+            ))
+        })?;
+        if !buffer.is_c_contiguous() {
+            return Err(PyValueError::new_err(format!(
+                "{what} needs a C-contiguous buffer"
+            )));
+        }
+        Ok(Self::Buffer(buffer))
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            Self::Bytes(bytes) => bytes.as_bytes(),
+            Self::Buffer(buffer) => {
+                let len = buffer.len_bytes();
+                if len == 0 {
+                    return &[];
+                }
+                // SAFETY: the buffer is C-contiguous and stays exported (so cannot be resized or
+                // freed) for as long as `self` lives; we only read it.
+                unsafe { std::slice::from_raw_parts(buffer.buf_ptr().cast::<u8>(), len) }
+            }
+        }
+    }
+}
+
+fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type()
+        .name()
+        .map_or_else(|_| "an unknown type".to_owned(), |name| name.to_string())
+}
+
+/// Runs `f` with the interpreter released when the input is large enough to be worth it.
+fn maybe_detach<T: Send>(py: Python<'_>, len: usize, f: impl FnOnce() -> T + Send) -> T {
+    if len >= DETACH_THRESHOLD {
+        py.detach(f)
+    } else {
+        f()
+    }
+}
+
+fn text_error(err: &TextError) -> PyErr {
+    BinaryContentError::new_err((
+        err.to_string(),
+        err.offset,
+        err.reason.as_str(),
+        err.detected_type,
+    ))
+}
+
+fn parse_encoding(name: &str) -> PyResult<Encoding> {
+    Encoding::from_name(name).ok_or_else(|| {
+        let known: Vec<&str> = Encoding::ALL.iter().map(|e| e.name()).collect();
+        PyValueError::new_err(format!(
+            "unknown encoding {name:?}; expected one of: {}",
+            known.join(", ")
+        ))
+    })
+}
+
+#[pyfunction]
+#[pyo3(signature = (data, /))]
+fn validate_text(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
+    let source = ByteSource::new(data, "validate_text")?;
+    let bytes = source.as_slice();
+    maybe_detach(py, bytes.len(), || text::validate(bytes)).map_err(|e| text_error(&e))
+}
+
+/// Decodes with `CPython`'s own UTF-8 decoder (the same code as `bytes.decode()`), after a
+/// `memchr` scan for NUL; only when something is wrong does the core locate and name it.
+/// Building the `str` is the bulk of the cost, so this matches `find(b"\0") + decode()`.
+#[pyfunction]
+#[pyo3(signature = (data, /))]
+fn check_text<'py>(py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyString>> {
+    let source = ByteSource::new(data, "check_text")?;
+    let bytes = source.as_slice();
+    let has_nul = maybe_detach(py, bytes.len(), || text::has_nul(bytes));
+    if !has_nul {
+        if let Ok(decoded) = decode_utf8(py, bytes) {
+            return Ok(decoded);
+        }
+    }
+    let err = maybe_detach(py, bytes.len(), || text::validate(bytes));
+    Err(err.map_or_else(
+        |e| text_error(&e),
+        |()| PyValueError::new_err("check_text: decoding failed on valid text"),
+    ))
+}
+
+fn decode_utf8<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyString>> {
+    let len = pyo3::ffi::Py_ssize_t::try_from(bytes.len())
+        .map_err(|_| PyValueError::new_err("check_text: input too large"))?;
+    // SAFETY: `bytes` is a live, readable buffer of `len` bytes; the call holds the
+    // interpreter (we have `py`) and returns a new reference or NULL with an error set.
+    unsafe {
+        let raw = pyo3::ffi::PyUnicode_DecodeUTF8(bytes.as_ptr().cast(), len, c"strict".as_ptr());
+        Ok(Bound::from_owned_ptr_or_err(py, raw)?.cast_into_unchecked::<PyString>())
+    }
+}
+
+#[pyfunction]
+#[pyo3(signature = (data, /))]
+fn detect_type(data: &Bound<'_, PyAny>) -> PyResult<Option<&'static str>> {
+    let source = ByteSource::new(data, "detect_type")?;
+    Ok(text::detect_type(source.as_slice()))
+}
+
+#[pyfunction]
+#[pyo3(signature = (text, /, encoding = "o200k"))]
+fn estimate_tokens(py: Python<'_>, text: &Bound<'_, PyAny>, encoding: &str) -> PyResult<u64> {
+    let encoding = parse_encoding(encoding)?;
+    if let Ok(string) = text.cast::<PyString>() {
+        let utf8 = string.to_str()?;
+        return Ok(maybe_detach(py, utf8.len(), || {
+            estimate::estimate_tokens(utf8.as_bytes(), encoding)
+        }));
+    }
+    let source = ByteSource::new(text, "estimate_tokens")?;
+    let bytes = source.as_slice();
+    Ok(maybe_detach(py, bytes.len(), || {
+        estimate::estimate_tokens(bytes, encoding)
+    }))
+}
+
+#[pyfunction]
+fn encodings() -> Vec<&'static str> {
+    Encoding::ALL.iter().map(|e| e.name()).collect()
+}
+
+/// Sizes as an `int64` numpy array (borrowed) or any sequence of ints (copied).
+fn extract_sizes(sizes: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
+    use numpy::PyReadonlyArray1;
+    if let Ok(array) = sizes.extract::<PyReadonlyArray1<'_, i64>>() {
+        return Ok(array.as_array().iter().copied().collect());
+    }
+    sizes.extract::<Vec<i64>>().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "sizes must be a sequence of ints or a 1-D int64 numpy array, not {}",
+            type_name(sizes)
+        ))
+    })
+}
+
+#[pyfunction]
+#[pyo3(signature = (sizes, need, /, protected))]
+fn select_largest(
+    py: Python<'_>,
+    sizes: &Bound<'_, PyAny>,
+    need: i64,
+    protected: Vec<i64>,
+) -> PyResult<(Vec<usize>, i64, i64)> {
+    let sizes = extract_sizes(sizes)?;
+    let protected = protected
+        .into_iter()
+        .map(|index| {
+            usize::try_from(index)
+                .map_err(|_| PyValueError::new_err(format!("protected index {index} is negative")))
+        })
+        .collect::<PyResult<Vec<usize>>>()?;
+    let selection = maybe_detach(py, sizes.len() * 8, || {
+        select::select_largest(&sizes, need, &protected)
+    })
+    .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    Ok((selection.indices, selection.freed, selection.shortfall))
+}
+
+fn event_kind(kind: &Bound<'_, PyAny>, index: usize) -> PyResult<EventKind> {
+    if let Ok(value) = kind.extract::<i64>() {
+        return match value {
+            0 => Ok(EventKind::Call),
+            1 => Ok(EventKind::Result),
+            _ => Err(PyValueError::new_err(format!(
+                "event {index}: kind must be 0 (call) or 1 (result), not {value}"
+            ))),
+        };
+    }
+    match kind
+        .cast::<PyString>()
+        .ok()
+        .map(|s| s.to_str().map(str::to_owned))
+    {
+        Some(Ok(name)) if name == "call" => Ok(EventKind::Call),
+        Some(Ok(name)) if name == "result" => Ok(EventKind::Result),
+        _ => Err(PyValueError::new_err(format!(
+            "event {index}: kind must be EventKind.CALL/RESULT, 0/1 or 'call'/'result'"
+        ))),
+    }
+}
+
+#[pyfunction]
+#[pyo3(signature = (events, /))]
+fn validate_pairing(
+    py: Python<'_>,
+    events: &Bound<'_, PyAny>,
+) -> PyResult<Vec<(&'static str, String, Vec<i64>)>> {
+    let mut raw: Vec<(i64, EventKind, Bound<'_, PyString>)> = Vec::new();
+    for (index, item) in events.try_iter()?.enumerate() {
+        let item = item?;
+        let (position, kind, call_id): (i64, Bound<'_, PyAny>, Bound<'_, PyAny>) =
+            item.extract().map_err(|_| {
+                PyTypeError::new_err(format!(
+                    "event {index}: expected a (position, kind, call_id) tuple, got {}",
+                    type_name(&item)
+                ))
+            })?;
+        let call_id = call_id
+            .cast_into::<PyString>()
+            .map_err(|_| PyTypeError::new_err(format!("event {index}: call_id must be a str")))?;
+        raw.push((position, event_kind(&kind, index)?, call_id));
+    }
+    let ids = raw
+        .iter()
+        .map(|(_, _, id)| id.to_str())
+        .collect::<PyResult<Vec<&str>>>()?;
+    let events: Vec<PairingEvent<'_>> = raw
+        .iter()
+        .zip(&ids)
+        .map(|((position, kind, _), call_id)| PairingEvent {
+            position: *position,
+            kind: *kind,
+            call_id,
+        })
+        .collect();
+    let violations = maybe_detach(py, events.len() * 16, || pairing::validate_pairing(&events))
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    Ok(violations
+        .into_iter()
+        .map(|v| (v.kind.as_str(), v.call_id, v.positions))
+        .collect())
+}
+
+#[pymodule(gil_used = false)]
+mod _core {
+    #[pymodule_export]
+    use super::{
+        check_text, detect_type, encodings, estimate_tokens, select_largest, validate_pairing,
+        validate_text,
+    };
+}

@@ -1,0 +1,71 @@
+"""Slow, obviously-correct reference implementations that the Rust core is checked against."""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+
+
+def min_items_to_reach(sizes: list[int], need: int, protected: set[int]) -> int | None:
+    """Smallest number of allowed items whose sizes can sum to ``need`` (brute force)."""
+    allowed = [i for i in range(len(sizes)) if i not in protected and sizes[i] > 0]
+    if need <= 0:
+        return 0
+    for k in range(1, len(allowed) + 1):
+        if any(
+            sum(sizes[i] for i in combo) >= need for combo in itertools.combinations(allowed, k)
+        ):
+            return k
+    return None
+
+
+def select_largest(sizes: list[int], need: int, protected: set[int]) -> tuple[list[int], int, int]:
+    """Largest first, oldest first on ties, skipping protected and empty items."""
+    order = sorted(
+        (i for i in range(len(sizes)) if i not in protected and sizes[i] > 0),
+        key=lambda i: (-sizes[i], i),
+    )
+    chosen: list[int] = []
+    freed = 0
+    for i in order:
+        if freed >= need:
+            break
+        chosen.append(i)
+        freed += sizes[i]
+    return chosen, freed, max(0, need - freed)
+
+
+KIND_ORDER = [
+    "missing_result",
+    "orphaned_result",
+    "duplicate_call",
+    "result_before_call",
+    "duplicate_result",
+]
+
+
+def validate_pairing(events: list[tuple[int, int, str]]) -> list[tuple[str, str, list[int]]]:
+    """The pairing rules of ``ctxbudget.validate_pairing``, written out one by one."""
+    calls: dict[str, list[int]] = defaultdict(list)
+    results: dict[str, list[int]] = defaultdict(list)
+    for position, kind, call_id in events:
+        (calls if kind == 0 else results)[call_id].append(position)
+    found: list[tuple[str, str, list[int]]] = []
+    for call_id in set(calls) | set(results):
+        its_calls, its_results = calls[call_id], results[call_id]
+        if len(its_calls) >= 2:
+            found.append(("duplicate_call", call_id, its_calls))
+        if not its_calls:
+            found.append(("orphaned_result", call_id, its_results))
+            continue
+        first = its_calls[0]
+        early = [p for p in its_results if p <= first]
+        answering = [p for p in its_results if p > first]
+        if early:
+            found.append(("result_before_call", call_id, [*early, first]))
+        if not answering:
+            found.append(("missing_result", call_id, [first]))
+        elif len(answering) >= 2:
+            found.append(("duplicate_result", call_id, answering))
+    found.sort(key=lambda v: (v[2][0], KIND_ORDER.index(v[0]), v[1]))
+    return found

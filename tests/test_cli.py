@@ -1,0 +1,69 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ctxbudget import estimate_tokens
+from ctxbudget.cli import main
+
+
+def run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "ctxbudget.cli", *args],
+        input=stdin,
+        capture_output=True,
+        check=False,
+    )
+
+
+def test_counts_files_and_total(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a, b = tmp_path / "a.txt", tmp_path / "b.py"
+    a.write_text("hello world, this is a file\n")
+    b.write_text("def f(x):\n    return x * 2\n")
+    assert main(["count", str(a), str(b)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["o200k", "bytes", "file"]
+    counts = {line.split()[-1]: int(line.split()[0]) for line in lines[1:]}
+    assert counts[str(a)] == estimate_tokens(a.read_text())
+    assert counts["total"] == counts[str(a)] + counts[str(b)]
+
+
+def test_all_encodings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a = tmp_path / "a.txt"
+    a.write_text("tokens everywhere")
+    assert main(["count", "-e", "all", str(a)]) == 0
+    header = capsys.readouterr().out.splitlines()[0].split()
+    assert header == ["cl100k", "o200k", "llama3", "qwen3", "conservative", "bytes", "file"]
+
+
+def test_binary_file_is_reported_with_its_type(tmp_path: Path) -> None:
+    png = tmp_path / "image.png"
+    png.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    text = tmp_path / "ok.txt"
+    text.write_text("fine")
+    done = run("count", str(png), str(text))
+    assert done.returncode == 1
+    assert b"png" in done.stderr and b"not text" in done.stderr
+    assert b"ok.txt" in done.stdout and b"image.png" not in done.stdout
+
+
+def test_stdin() -> None:
+    done = run("count", stdin=b"some words from a pipe")
+    assert done.returncode == 0
+    assert done.stdout.splitlines()[1].split()[-1] == b"(stdin)"
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    done = run("count", str(tmp_path / "nope.txt"))
+    assert done.returncode == 1
+    assert b"nope.txt" in done.stderr
+
+
+def test_bundled_samples(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["count", "--samples"]) == 0
+    out = capsys.readouterr().out
+    assert "samples/agent_session.json" in out
+    assert out.splitlines()[-1].split()[-1] == "total"

@@ -1,0 +1,24 @@
+"""The ``>>>`` examples in the public docstrings hold as written."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = [
+    "ctxbudget",
+    "ctxbudget.pairing",
+    "ctxbudget.selection",
+    "ctxbudget.tokens",
+    "ctxbudget.tool_output",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name: str) -> None:
+    module = importlib.import_module(name)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0, f"{name} has no examples"
+    assert result.failed == 0
