@@ -9,6 +9,8 @@ import pytest
 
 MODULES = [
     "ctxbudget",
+    "ctxbudget.errors",
+    "ctxbudget.overflow",
     "ctxbudget.pairing",
     "ctxbudget.selection",
     "ctxbudget.tokens",

@@ -12,7 +12,13 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
-from ctxbudget.errors import BinaryContentError
+from ctxbudget.errors import (
+    BinaryContentError,
+    ContextBudgetError,
+    ContextOverflowError,
+    ContextWindowError,
+)
+from ctxbudget.overflow import OverflowInfo, classify_overflow
 from ctxbudget.pairing import EventKind, PairingViolation, validate_pairing
 from ctxbudget.selection import Selection, select_largest
 from ctxbudget.tokens import DEFAULT_ENCODING, ENCODINGS, estimate_tokens
@@ -27,11 +33,16 @@ __all__ = [
     "DEFAULT_ENCODING",
     "ENCODINGS",
     "BinaryContentError",
+    "ContextBudgetError",
+    "ContextOverflowError",
+    "ContextWindowError",
     "EventKind",
+    "OverflowInfo",
     "PairingViolation",
     "Selection",
     "__version__",
     "check_text",
+    "classify_overflow",
     "detect_type",
     "estimate_tokens",
     "select_largest",

@@ -1,0 +1,121 @@
+"""Shared test helpers: where the shared research data lives, and a loopback HTTP server.
+
+The server lets the real provider SDKs (openai, anthropic, google-genai, botocore) talk to
+127.0.0.1 and raise their own exceptions from real HTTP responses, instead of our tests
+mocking our own code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def shared_data_dir() -> Path | None:
+    """``shared/data`` beside the checkout (``../shared/data`` from the repo root).
+
+    ``CTXBUDGET_SHARED_DATA`` overrides the location. ``None`` when it is not there (a bare
+    clone); tests that need it skip with the path they looked at.
+    """
+    override = os.environ.get("CTXBUDGET_SHARED_DATA")
+    candidate = Path(override) if override else REPO_ROOT.parent / "shared" / "data"
+    return candidate if candidate.is_dir() else None
+
+
+def shared_data_hint() -> str:
+    return f"shared research data not found at {REPO_ROOT.parent / 'shared' / 'data'}"
+
+
+@dataclass
+class Reply:
+    """What the loopback server answers, to every request, until told otherwise."""
+
+    status: int = 200
+    body: bytes = b"{}"
+    content_type: str = "application/json"
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class LoopbackServer:
+    """A real HTTP server on 127.0.0.1 (port 0) that answers with a configured reply."""
+
+    def __init__(self) -> None:
+        self.reply_with = Reply()
+        self.paths: list[str] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _answer(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                if length:
+                    self.rfile.read(length)
+                server.paths.append(self.path)
+                reply = server.reply_with
+                self.send_response(reply.status)
+                self.send_header("content-type", reply.content_type)
+                self.send_header("content-length", str(len(reply.body)))
+                for name, value in reply.headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(reply.body)
+
+            do_GET = _answer
+            do_POST = _answer
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def reply(
+        self,
+        status: int,
+        body: object,
+        *,
+        content_type: str = "application/json",
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        """Answer every following request with ``status`` and ``body`` (JSON unless bytes/str)."""
+        if isinstance(body, bytes):
+            raw = body
+        elif isinstance(body, str):
+            raw = body.encode()
+        else:
+            raw = json.dumps(body).encode()
+        self.reply_with = Reply(status, raw, content_type, dict(headers or {}))
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+
+@pytest.fixture(scope="session")
+def loopback() -> Iterator[LoopbackServer]:
+    """A session-wide loopback server; each test sets its reply with ``loopback.reply``."""
+    server = LoopbackServer()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
