@@ -3,12 +3,15 @@
 //! The core modules are plain Rust and never touch `PyO3`; the Python bindings live in
 //! `py.rs` behind the `python` feature, which maturin enables.
 
+pub mod batch;
 pub mod estimate;
 pub mod pairing;
 pub mod profiles;
 pub mod scan;
 pub mod select;
 pub mod text;
+pub mod units;
+pub mod vocab;
 
 #[cfg(feature = "python")]
 mod py;

@@ -3,12 +3,15 @@
 use pyo3::buffer::PyUntypedBuffer;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::string::PyStringData;
 use pyo3::types::{PyBytes, PyString};
 
-use crate::estimate::{self, Encoding};
+use crate::batch;
+use crate::estimate::Encoding;
 use crate::pairing::{self, EventKind, PairingEvent};
 use crate::select;
 use crate::text::{self, TextError};
+use crate::units::Text;
 
 pyo3::import_exception!(ctxbudget.errors, BinaryContentError);
 
@@ -142,21 +145,90 @@ fn detect_type(data: &Bound<'_, PyAny>) -> PyResult<Option<&'static str>> {
     Ok(text::detect_type(source.as_slice()))
 }
 
+/// The text of a `str` (its own PEP 393 storage, no UTF-8 copy) or of a bytes-like object.
+enum TextSource<'py> {
+    Str(Bound<'py, PyString>),
+    Bytes(ByteSource<'py>),
+}
+
+impl<'py> TextSource<'py> {
+    fn new(obj: &Bound<'py, PyAny>, what: &str) -> PyResult<Self> {
+        match obj.cast::<PyString>() {
+            Ok(string) => Ok(Self::Str(string.clone())),
+            Err(_) => ByteSource::new(obj, what).map(Self::Bytes).map_err(|e| {
+                if e.is_instance_of::<PyTypeError>(obj.py()) {
+                    PyTypeError::new_err(format!(
+                        "{what} takes str, bytes, bytearray or memoryview, not {}",
+                        type_name(obj)
+                    ))
+                } else {
+                    e
+                }
+            }),
+        }
+    }
+
+    fn text(&self) -> PyResult<Text<'_>> {
+        match self {
+            Self::Bytes(bytes) => Ok(Text::Utf8(bytes.as_slice())),
+            // SAFETY: the data stays valid and unchanged while `self` holds the (immutable)
+            // string; the slice does not outlive `self`.
+            Self::Str(string) => Ok(match unsafe { string.data() }? {
+                PyStringData::Ucs1(b) => Text::Latin1(b),
+                PyStringData::Ucs2(u) => Text::Ucs2(u),
+                PyStringData::Ucs4(u) => Text::Ucs4(u),
+            }),
+        }
+    }
+
+    /// The error for text with no UTF-8 form: `CPython`'s own `UnicodeEncodeError`.
+    fn no_utf8(&self) -> PyErr {
+        match self {
+            Self::Str(string) => string.to_str().err(),
+            Self::Bytes(_) => None,
+        }
+        .unwrap_or_else(|| PyValueError::new_err("text has no UTF-8 form"))
+    }
+}
+
 #[pyfunction]
 #[pyo3(signature = (text, /, encoding = "o200k"))]
 fn estimate_tokens(py: Python<'_>, text: &Bound<'_, PyAny>, encoding: &str) -> PyResult<u64> {
     let encoding = parse_encoding(encoding)?;
-    if let Ok(string) = text.cast::<PyString>() {
-        let utf8 = string.to_str()?;
-        return Ok(maybe_detach(py, utf8.len(), || {
-            estimate::estimate_tokens(utf8.as_bytes(), encoding)
-        }));
+    let source = TextSource::new(text, "estimate_tokens")?;
+    let view = source.text()?;
+    maybe_detach(py, view.size(), || view.estimate(encoding)).map_err(|_| source.no_utf8())
+}
+
+#[pyfunction]
+#[pyo3(signature = (texts, /, encoding = "o200k"))]
+fn estimate_batch<'py>(
+    py: Python<'py>,
+    texts: &Bound<'py, PyAny>,
+    encoding: &str,
+) -> PyResult<Bound<'py, numpy::PyArray1<i64>>> {
+    use numpy::IntoPyArray;
+
+    let encoding = parse_encoding(encoding)?;
+    let mut sources = Vec::new();
+    for (index, item) in texts.try_iter()?.enumerate() {
+        let item = item?;
+        sources.push(TextSource::new(&item, "estimate_batch").map_err(|e| {
+            PyTypeError::new_err(format!("estimate_batch: item {index}: {}", e.value(py)))
+        })?);
     }
-    let source = ByteSource::new(text, "estimate_tokens")?;
-    let bytes = source.as_slice();
-    Ok(maybe_detach(py, bytes.len(), || {
-        estimate::estimate_tokens(bytes, encoding)
-    }))
+    let views = sources
+        .iter()
+        .map(TextSource::text)
+        .collect::<PyResult<Vec<Text<'_>>>>()?;
+    let total: usize = views.iter().map(Text::size).sum();
+    let counts = maybe_detach(py, total, || batch::estimate_batch(&views, encoding))
+        .map_err(|(index, _)| sources[index].no_utf8())?;
+    Ok(counts
+        .into_iter()
+        .map(|n| i64::try_from(n).unwrap_or(i64::MAX))
+        .collect::<Vec<i64>>()
+        .into_pyarray(py))
 }
 
 #[pyfunction]
@@ -270,7 +342,7 @@ fn validate_pairing(
 mod _core {
     #[pymodule_export]
     use super::{
-        check_text, detect_type, encodings, estimate_tokens, select_largest, validate_pairing,
-        validate_text,
+        check_text, detect_type, encodings, estimate_batch, estimate_tokens, select_largest,
+        validate_pairing, validate_text,
     };
 }

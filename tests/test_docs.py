@@ -9,6 +9,7 @@ import pytest
 
 MODULES = [
     "ctxbudget",
+    "ctxbudget.counting",
     "ctxbudget.errors",
     "ctxbudget.overflow",
     "ctxbudget.pairing",

@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from ctxbudget import DEFAULT_ENCODING, ENCODINGS, estimate_tokens
+from ctxbudget.tokens import estimate_batch
 
 SAMPLES = [
     "The quick brown fox jumps over the lazy dog.",
@@ -84,3 +86,65 @@ def test_any_bytes_never_crash(data: bytes) -> None:
 def test_any_text_is_counted(text: str) -> None:
     count = estimate_tokens(text)
     assert (count == 0) == (text == "")
+
+
+# --- str storage (PEP 393) ---------------------------------------------------------------------
+
+#: One text per storage kind: ASCII, Latin-1 (1 byte), BMP (2 bytes), astral (4 bytes).
+KINDS = {
+    "ascii": "plain words, numbers 12345 and code(x);\n",
+    "latin1": "café déjà vu — naïve façade, Ærøskøbing\n",
+    "ucs2": "日本語の文章、中文。한국어 Привет мир\n",
+    "ucs4": "emoji 🎉🎉 and cuneiform \U00012000\U00012001 with text\n",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+@pytest.mark.parametrize("repeat", [1, 5000])
+def test_str_storage_kinds_match_utf8(kind: str, repeat: int) -> None:
+    # 5000 repeats cross the internal 64 KB transcoding buffer several times.
+    text = KINDS[kind] * repeat
+    for encoding in ENCODINGS:
+        assert estimate_tokens(text, encoding) == estimate_tokens(text.encode(), encoding)
+
+
+@given(st.text(max_size=300))
+def test_any_str_matches_its_utf8(text: str) -> None:
+    try:
+        data = text.encode()
+    except UnicodeEncodeError:
+        with pytest.raises(UnicodeEncodeError):
+            estimate_tokens(text)
+        return
+    for encoding in ("o200k", "conservative"):
+        assert estimate_tokens(text, encoding) == estimate_tokens(data, encoding)
+
+
+# --- batch -------------------------------------------------------------------------------------
+
+
+def test_batch_matches_single() -> None:
+    texts: list[str | bytes] = [*SAMPLES, "", b"bytes too", *(s * 300 for s in SAMPLES)]
+    for encoding in ENCODINGS:
+        counts = estimate_batch(texts, encoding)
+        assert counts.dtype == np.int64
+        assert counts.tolist() == [estimate_tokens(t, encoding) for t in texts]
+
+
+def test_batch_large_runs_parallel_and_agrees() -> None:
+    texts = [f"{i} " + SAMPLES[i % len(SAMPLES)] * (1 + i % 50) for i in range(2000)]
+    assert estimate_batch(texts).tolist() == [estimate_tokens(t) for t in texts]
+
+
+def test_batch_empty_and_generators() -> None:
+    assert estimate_batch([]).tolist() == []
+    assert estimate_batch(s for s in SAMPLES).shape == (len(SAMPLES),)
+
+
+def test_batch_errors_name_the_item() -> None:
+    with pytest.raises(TypeError, match="item 1"):
+        estimate_batch(["ok", 3])  # type: ignore[list-item]
+    with pytest.raises(UnicodeEncodeError):
+        estimate_batch(["ok", "bad \ud800"])
+    with pytest.raises(ValueError, match="o200k"):
+        estimate_batch(["x"], "gpt2")

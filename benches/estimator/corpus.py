@@ -19,7 +19,6 @@ import gettext
 import gzip
 import hashlib
 import json
-import os
 import random
 import re
 import sys
@@ -36,8 +35,10 @@ CLASSES = (
     "logs",
     "csv",
     "markdown",
+    "html",
     "cjk",
     "other-scripts",
+    "latin",
     "base64",
     "hex",
     "repetitive",
@@ -46,7 +47,7 @@ CLASSES = (
 )
 
 #: Characters of text per class (both splits together).
-BUDGET = 480_000
+BUDGET = 800_000
 #: One source in EVAL_MOD goes to the evaluation split.
 EVAL_MOD = 4
 SEED = 20240501
@@ -55,6 +56,22 @@ STDLIB = Path(sysconfig.get_paths()["stdlib"])
 PURELIB = Path(sysconfig.get_paths()["purelib"])
 INCLUDE = Path(sysconfig.get_paths()["include"])
 LOCALE = Path("/usr/share/locale")
+
+
+def _rust_docs() -> Path:
+    """The Rust toolchain's HTML documentation (the `rust-docs` component): pages and sources."""
+    import subprocess
+
+    try:
+        sysroot = subprocess.run(
+            ["rustc", "--print", "sysroot"], check=True, capture_output=True, text=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return Path("/nonexistent")
+    return Path(sysroot) / "share" / "doc" / "rust" / "html"
+
+
+RUST_DOCS = _rust_docs()
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +175,22 @@ def src_code(rng: random.Random) -> Iterator[tuple[str, str]]:
             t = _read(p)
             if t:
                 yield str(p), t
+    for p in _sample_files(_files(RUST_DOCS / "src", ("*.rs.html",)), rng, 60):
+        t = _rust_source(p)
+        if t:
+            yield str(p), t
+
+
+def _rust_source(path: Path) -> str | None:
+    """The Rust source that a rustdoc `src/*.rs.html` page shows (tags and line numbers removed)."""
+    import html
+
+    t = _read(path)
+    m = re.search(r'<pre class="rust"><code>(.*?)</code></pre>', t or "", re.S)
+    if not m:
+        return None
+    body = re.sub(r"<a [^>]*data-nosnippet>\d+</a>", "", m.group(1))
+    return html.unescape(re.sub(r"<[^>]+>", "", body))
 
 
 def src_json(rng: random.Random) -> Iterator[tuple[str, str]]:
@@ -426,6 +459,57 @@ def _mo_texts(langs: tuple[str, ...], rng: random.Random, k: int) -> Iterator[tu
                 yield str(p), "\n".join(vals)
 
 
+def src_html(rng: random.Random) -> Iterator[tuple[str, str]]:
+    """Rustdoc and mdBook pages of the toolchain, pydoc pages of stdlib modules, package HTML."""
+    import importlib
+    import pydoc
+
+    pages = [p for p in _files(RUST_DOCS, ("*.html",), ("/src/",)) if p.stat().st_size > 4000]
+    for p in _sample_files(pages, rng, 60):
+        t = _read(p)
+        if t:
+            yield str(p), t
+    for p in _sample_files(_files(PURELIB, ("*.html", "*.htm")), rng, 20):
+        t = _read(p)
+        if t:
+            yield str(p), t
+    names = sorted(
+        m
+        for m in ("json", "textwrap", "shlex", "difflib", "fractions", "heapq", "bisect", "string")
+    )
+    for name in names:
+        try:
+            mod = importlib.import_module(name)
+            page = pydoc.HTMLDoc().docmodule(mod)
+        except Exception:
+            continue
+        # pydoc links to the file's path: make the page independent of where Python lives.
+        page = page.replace(str(STDLIB), "/usr/lib/python3")
+        # Object reprs carry memory addresses: pin them so the corpus is reproducible.
+        yield f"pydoc-html:{name}", re.sub(r"0x[0-9a-f]{8,}", "0x7f0000000000", page)
+
+
+def src_latin(rng: random.Random) -> Iterator[tuple[str, str]]:
+    langs = (
+        "fr",
+        "de",
+        "es",
+        "pt_BR",
+        "it",
+        "nl",
+        "sv",
+        "pl",
+        "tr",
+        "vi",
+        "cs",
+        "fi",
+        "hu",
+        "ro",
+        "id",
+    )
+    yield from _mo_texts(langs, rng, 3)
+
+
 def src_cjk(rng: random.Random) -> Iterator[tuple[str, str]]:
     for p in sorted((STDLIB / "test" / "cjkencodings").glob("*-utf8.txt")):
         t = _read(p)
@@ -449,11 +533,8 @@ def src_other_scripts(rng: random.Random) -> Iterator[tuple[str, str]]:
         "th",
         "ka",
         "hy",
-        "vi",
-        "tr",
-        "pl",
     )
-    yield from _mo_texts(langs, rng, 3)
+    yield from _mo_texts(langs, rng, 4)
 
 
 def src_base64(rng: random.Random) -> Iterator[tuple[str, str]]:
@@ -600,8 +681,10 @@ SOURCES = {
     "logs": src_logs,
     "csv": src_csv,
     "markdown": src_markdown,
+    "html": src_html,
     "cjk": src_cjk,
     "other-scripts": src_other_scripts,
+    "latin": src_latin,
     "base64": src_base64,
     "hex": src_hex,
     "repetitive": src_repetitive,
@@ -638,7 +721,7 @@ def build(budget: int = BUDGET) -> list[Doc]:
 
 
 def _short(source: str) -> str:
-    for root in (str(PURELIB), str(STDLIB), str(INCLUDE), sys.prefix, str(LOCALE)):
+    for root in (str(PURELIB), str(STDLIB), str(INCLUDE), sys.prefix, str(LOCALE), str(RUST_DOCS)):
         if source.startswith(root):
             return source.replace(root, "<" + Path(root).name + ">", 1)
     return source
@@ -655,14 +738,40 @@ def digest(docs: list[Doc]) -> str:
     return h.hexdigest()
 
 
-if __name__ == "__main__":
+def write_dir(docs: list[Doc], out: Path) -> int:
+    """Writes ``docs`` as ``out/<class>/<nnnn>.txt`` (the layout ``benches/accuracy.py`` reads)."""
+    counters: dict[str, int] = {}
+    for d in docs:
+        n = counters.get(d.cls, 0)
+        counters[d.cls] = n + 1
+        folder = out / d.cls
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{n:04d}.txt").write_text(d.text, encoding="utf-8", newline="")
+    return len(docs)
+
+
+def main() -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(description="Build the estimator corpus; print sizes or write it.")
+    ap.add_argument("--write", type=Path, metavar="DIR", help="write DIR/<class>/<nnnn>.txt")
+    ap.add_argument("--split", choices=("fit", "eval", "all"), default="eval")
+    a = ap.parse_args()
     ds = build()
+    if a.write:
+        chosen = [d for d in ds if a.split in ("all", d.split)]
+        print(f"wrote {write_dir(chosen, a.write)} documents to {a.write}")
+        return 0
     from collections import Counter
 
     c: Counter[tuple[str, str]] = Counter()
     for d in ds:
-        c[(d.cls, d.split)] += len(d.text)
+        c[(d.cls, d.split)] += len(d.text.encode("utf-8"))
     for cls in CLASSES:
-        print(f"{cls:14s} fit {c[(cls, 'fit')]:8d}  eval {c[(cls, 'eval')]:8d}")
+        print(f"{cls:14s} fit {c[(cls, 'fit')]:8d} B  eval {c[(cls, 'eval')]:8d} B")
     print("docs", len(ds), "sha256", digest(ds))
-    _ = os
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

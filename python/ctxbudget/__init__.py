@@ -12,6 +12,14 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
+from ctxbudget.counting import (
+    Accuracy,
+    TokenCount,
+    TokenCounter,
+    count_tokens,
+    counter_for,
+    encoding_for_model,
+)
 from ctxbudget.errors import (
     BinaryContentError,
     ContextBudgetError,
@@ -21,7 +29,7 @@ from ctxbudget.errors import (
 from ctxbudget.overflow import OverflowInfo, classify_overflow
 from ctxbudget.pairing import EventKind, PairingViolation, validate_pairing
 from ctxbudget.selection import Selection, select_largest
-from ctxbudget.tokens import DEFAULT_ENCODING, ENCODINGS, estimate_tokens
+from ctxbudget.tokens import DEFAULT_ENCODING, ENCODINGS, estimate_batch, estimate_tokens
 from ctxbudget.tool_output import check_text, detect_type, validate_text
 
 try:
@@ -32,6 +40,7 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
 __all__ = [
     "DEFAULT_ENCODING",
     "ENCODINGS",
+    "Accuracy",
     "BinaryContentError",
     "ContextBudgetError",
     "ContextOverflowError",
@@ -40,10 +49,16 @@ __all__ = [
     "OverflowInfo",
     "PairingViolation",
     "Selection",
+    "TokenCount",
+    "TokenCounter",
     "__version__",
     "check_text",
     "classify_overflow",
+    "count_tokens",
+    "counter_for",
     "detect_type",
+    "encoding_for_model",
+    "estimate_batch",
     "estimate_tokens",
     "select_largest",
     "validate_pairing",

@@ -1,8 +1,11 @@
 //! Helper for `benches/fit_estimator.py`; see that script. Commands:
 //!
 //! - `layout`: the table layout as JSON (groups with their features).
-//! - `dump <cl100k|o200k> <digit_group> <docs.bin>`: every piece of every document as
-//!   little-endian `u32` records `(doc, start, end, cell, chars)`; digit runs split into groups.
+//! - `dump <encoding> <docs.bin>`: every piece of every document as little-endian `u32`
+//!   records `(doc, start, end, cell, chars)`; digit runs split into groups; `cell` is
+//!   `u32::MAX` for invalid bytes and `u32::MAX - 1` for pieces the vocabulary filter has.
+//! - `filter <encoding> <tokens.bin>`: the vocabulary filter (raw bytes on stdout) of the
+//!   vocabulary entries in `tokens.bin` that the encoding's scanner emits as one piece.
 //! - `estimate <docs.bin>`: per document, `cl100k o200k llama3 qwen3 conservative` estimates.
 //! - `bench <file> <encoding> [seconds]`: single-thread throughput in MB/s.
 //!
@@ -16,6 +19,8 @@ mod estimate;
 mod profiles;
 #[path = "../../../rust/scan.rs"]
 mod scan;
+#[path = "../../../rust/vocab.rs"]
+mod vocab;
 
 use std::io::Write;
 use std::time::Instant;
@@ -50,12 +55,40 @@ fn layout() {
     println!("{out}");
 }
 
-fn dump(dialect: &str, digit_group: u32, path: &str) {
-    let dialect = match dialect {
-        "cl100k" => Dialect::Cl100k,
-        "o200k" => Dialect::O200k,
-        other => panic!("unknown dialect {other}"),
-    };
+fn model(name: &str) -> (estimate::Model, u32) {
+    let enc = Encoding::from_name(name).expect("encoding name");
+    let group = if enc == Encoding::Qwen3 { 1 } else { 3 };
+    (estimate::model(enc).expect("a fitted encoding"), group)
+}
+
+fn filter(name: &str, path: &str) {
+    let (m, _) = model(name);
+    let tokens = read_docs(path);
+    let mut hashes = Vec::new();
+    for t in &tokens {
+        if std::str::from_utf8(t).is_err() {
+            continue;
+        }
+        let ps = scan::pieces(t, m.dialect);
+        if let [p] = ps.as_slice() {
+            if let Some(h) = estimate::piece_hash(p, t) {
+                hashes.push(h);
+            }
+        }
+    }
+    eprintln!(
+        "{name}: {} of {} vocabulary entries are single pieces",
+        hashes.len(),
+        tokens.len()
+    );
+    std::io::stdout()
+        .write_all(&vocab::build(hashes))
+        .expect("stdout");
+}
+
+fn dump(name: &str, path: &str) {
+    let (m, digit_group) = model(name);
+    let dialect: Dialect = m.dialect;
     let docs = read_docs(path);
     let mut out = Vec::new();
     let mut rec = |d: usize, s: usize, e: usize, cell: u32, chars: u32| {
@@ -66,6 +99,10 @@ fn dump(dialect: &str, digit_group: u32, path: &str) {
     let lb = estimate::LEN_BUCKETS;
     for (d, doc) in docs.iter().enumerate() {
         scan::scan(doc, dialect, |p| {
+            if estimate::piece_hash(&p, doc).is_some_and(|h| m.filter.contains(h)) {
+                rec(d, p.start, p.end, u32::MAX - 1, p.chars.max(1));
+                return;
+            }
             let Some(g) = estimate::group(&p, doc) else {
                 rec(d, p.start, p.end, u32::MAX, 1);
                 return;
@@ -87,8 +124,9 @@ fn dump(dialect: &str, digit_group: u32, path: &str) {
                     k += n;
                 }
             } else {
-                let n = (p.chars.max(1) as usize).min(lb);
-                rec(d, p.start, p.end, (g * lb + n - 1) as u32, p.chars.max(1));
+                let len = estimate::piece_length(&p, doc, &m).max(1);
+                let n = (len as usize).min(lb);
+                rec(d, p.start, p.end, (g * lb + n - 1) as u32, len);
             }
         });
     }
@@ -132,12 +170,13 @@ fn main() {
     let a = |i: usize| args.get(i).map_or("", String::as_str);
     match a(1) {
         "layout" => layout(),
-        "dump" => dump(a(2), a(3).parse().expect("digit group"), a(4)),
+        "dump" => dump(a(2), a(3)),
+        "filter" => filter(a(2), a(3)),
         "estimate" => estimate_docs(a(2)),
         "bench" => bench(a(2), a(3), a(4).parse().unwrap_or(1.0)),
         _ => {
             eprintln!(
-                "usage: fit_helper layout | dump D G DOCS | estimate DOCS | bench FILE ENC [S]"
+                "usage: fit_helper layout | dump ENC DOCS | filter ENC TOKENS | estimate DOCS | bench FILE ENC [S]"
             );
             std::process::exit(2);
         }

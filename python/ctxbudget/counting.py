@@ -1,0 +1,238 @@
+"""Token counts that say how they were made: EXACT from the model's own tokenizer, or ESTIMATE.
+
+When you have the model's tokenizer, counts are exact: wrap a HuggingFace
+``tokenizers.Tokenizer`` (or a ``tokenizer.json`` path), a ``tiktoken.Encoding``, or any
+``Callable[[str], int]``. Otherwise the Rust estimator gives a fast estimate in the encoding that
+fits the model best (:func:`encoding_for_model`), or ``conservative`` for unknown models.
+
+>>> count = count_tokens("Hello, world!", "gpt-4o")
+>>> count.accuracy is Accuracy.ESTIMATE, count.encoding
+(True, 'o200k')
+>>> exact = TokenCounter.from_callable(lambda text: len(text.split()), name="words")
+>>> exact.count("three little words")
+TokenCount(tokens=3, accuracy=<Accuracy.EXACT: 'exact'>, encoding='words')
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from ctxbudget.tokens import DEFAULT_ENCODING, ENCODINGS, estimate_batch, estimate_tokens
+
+__all__ = [
+    "Accuracy",
+    "TokenCount",
+    "TokenCounter",
+    "count_tokens",
+    "counter_for",
+    "encoding_for_model",
+]
+
+
+class Accuracy(enum.Enum):
+    """How a count was obtained."""
+
+    #: Counted by the model's own tokenizer.
+    EXACT = "exact"
+    #: Estimated by the Rust estimator (no tokenizer).
+    ESTIMATE = "estimate"
+
+
+@dataclass(frozen=True, slots=True)
+class TokenCount:
+    """A token count and whether it is exact.
+
+    Attributes:
+        tokens: The number of tokens.
+        accuracy: :attr:`Accuracy.EXACT` or :attr:`Accuracy.ESTIMATE`.
+        encoding: The estimator encoding, or the name of the exact tokenizer.
+    """
+
+    tokens: int
+    accuracy: Accuracy
+    encoding: str
+
+    @property
+    def exact(self) -> bool:
+        """True when the count came from the model's own tokenizer."""
+        return self.accuracy is Accuracy.EXACT
+
+    def __int__(self) -> int:
+        return self.tokens
+
+
+class TokenCounter:
+    """Counts tokens of text, exactly (a tokenizer) or by estimate (the Rust estimator).
+
+    Build one with :meth:`estimator`, :meth:`from_huggingface`, :meth:`from_tokenizer_file`,
+    :meth:`from_tiktoken`, :meth:`from_callable`, or let :func:`counter_for` pick.
+
+    >>> TokenCounter.estimator("cl100k").count("").tokens
+    0
+    """
+
+    __slots__ = ("_count", "accuracy", "name")
+
+    def __init__(self, count: Callable[[str], int], accuracy: Accuracy, name: str) -> None:
+        self._count = count
+        self.accuracy = accuracy
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"TokenCounter(name={self.name!r}, accuracy={self.accuracy.name})"
+
+    def count(self, text: str) -> TokenCount:
+        """Count the tokens of ``text``."""
+        return TokenCount(int(self._count(text)), self.accuracy, self.name)
+
+    def count_many(self, texts: Iterable[str]) -> list[TokenCount]:
+        """Count many texts (the estimator does them in parallel)."""
+        items = list(texts)
+        if self.accuracy is Accuracy.ESTIMATE:
+            counts = estimate_batch(items, self.name).tolist()
+        else:
+            counts = [int(self._count(t)) for t in items]
+        return [TokenCount(n, self.accuracy, self.name) for n in counts]
+
+    @classmethod
+    def estimator(cls, encoding: str = DEFAULT_ENCODING) -> TokenCounter:
+        """The Rust estimator for ``encoding`` (one of ``ENCODINGS``): an ESTIMATE."""
+        if encoding not in ENCODINGS:
+            raise ValueError(f"unknown encoding {encoding!r}; expected one of {ENCODINGS}")
+        return cls(lambda text: estimate_tokens(text, encoding), Accuracy.ESTIMATE, encoding)
+
+    @classmethod
+    def from_huggingface(cls, tokenizer: Any, name: str | None = None) -> TokenCounter:
+        """A HuggingFace ``tokenizers.Tokenizer``: EXACT, without special tokens added."""
+        if not callable(getattr(tokenizer, "encode", None)):
+            raise TypeError(f"expected a tokenizers.Tokenizer, not {type(tokenizer).__name__}")
+
+        def count(text: str) -> int:
+            return len(tokenizer.encode(text, add_special_tokens=False).ids)
+
+        return cls(count, Accuracy.EXACT, name or "huggingface")
+
+    @classmethod
+    def from_tokenizer_file(cls, path: str | os.PathLike[str]) -> TokenCounter:
+        """A HuggingFace ``tokenizer.json`` file (needs ``pip install ctxbudget[tokenizers]``)."""
+        try:
+            from tokenizers import Tokenizer
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ImportError(
+                "exact counts from tokenizer.json need the `tokenizers` package: "
+                "pip install 'ctxbudget[tokenizers]'"
+            ) from exc
+        return cls.from_huggingface(Tokenizer.from_file(os.fspath(path)), name=os.fspath(path))
+
+    @classmethod
+    def from_tiktoken(cls, encoding: Any) -> TokenCounter:
+        """A ``tiktoken.Encoding``: EXACT; special-token text counts as ordinary text."""
+        if not callable(getattr(encoding, "encode_ordinary", None)):
+            raise TypeError(f"expected a tiktoken.Encoding, not {type(encoding).__name__}")
+        return cls(
+            lambda text: len(encoding.encode_ordinary(text)),
+            Accuracy.EXACT,
+            str(getattr(encoding, "name", "tiktoken")),
+        )
+
+    @classmethod
+    def from_callable(
+        cls, count: Callable[[str], int], name: str = "callable", *, exact: bool = True
+    ) -> TokenCounter:
+        """Any ``Callable[[str], int]``; EXACT unless ``exact=False``."""
+        if not callable(count):
+            raise TypeError(f"expected a callable, not {type(count).__name__}")
+        return cls(count, Accuracy.EXACT if exact else Accuracy.ESTIMATE, name)
+
+
+def counter_for(source: object = None) -> TokenCounter:
+    """The right counter for ``source``.
+
+    ``source`` may be: ``None`` (the default estimator encoding), a :class:`TokenCounter`, an
+    estimator encoding name (``"o200k"``, ...), a model name (see :func:`encoding_for_model`),
+    a path to a ``tokenizer.json``, a ``tokenizers.Tokenizer``, a ``tiktoken.Encoding``, or a
+    ``Callable[[str], int]``.
+
+    >>> counter_for("claude-sonnet-4").name
+    'conservative'
+    >>> counter_for(len).accuracy
+    <Accuracy.EXACT: 'exact'>
+    """
+    if source is None:
+        return TokenCounter.estimator()
+    if isinstance(source, TokenCounter):
+        return source
+    if isinstance(source, os.PathLike) or (
+        isinstance(source, str) and source.endswith(".json") and os.path.isfile(source)
+    ):
+        return TokenCounter.from_tokenizer_file(os.fspath(source))
+    if isinstance(source, str):
+        if source in ENCODINGS:
+            return TokenCounter.estimator(source)
+        return TokenCounter.estimator(encoding_for_model(source))
+    module = type(source).__module__
+    if module.startswith("tokenizers"):
+        return TokenCounter.from_huggingface(source)
+    if module.startswith("tiktoken"):
+        return TokenCounter.from_tiktoken(source)
+    if callable(source):
+        return TokenCounter.from_callable(source, getattr(source, "__name__", "callable"))
+    raise TypeError(f"cannot count tokens with {type(source).__name__}")
+
+
+def count_tokens(text: str, source: object = None) -> TokenCount:
+    """Count ``text`` with :func:`counter_for(source) <counter_for>`; the result says if exact.
+
+    >>> count_tokens("Hello", len)
+    TokenCount(tokens=5, accuracy=<Accuracy.EXACT: 'exact'>, encoding='len')
+    """
+    return counter_for(source).count(text)
+
+
+#: (pattern on the lower-cased model name without provider prefix, encoding), first match wins.
+#: Decisions and the measurements behind them are in the README ("Which encoding for a model").
+_MODEL_RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(p), e)
+    for p, e in (
+        # OpenAI: o200k for GPT-4o and everything after it, cl100k for GPT-4 / 3.5 / embeddings-3.
+        (r"^(chatgpt-4o|gpt-4o|gpt-4\.1|gpt-4\.5|gpt-5|gpt-oss|o1|o3|o4|codex)", "o200k"),
+        (r"^(gpt-4|gpt-3\.5|gpt-35|text-embedding-3|text-embedding-ada)", "cl100k"),
+        # Meta Llama 3.x (3, 3.1, 3.2, 3.3) share one 128k vocabulary.
+        (r"^(meta-)?llama-?3", "llama3"),
+        # Qwen 2 / 2.5 / 3 and QwQ share one 151k vocabulary; DashScope's qwen-max/plus/turbo too.
+        (r"^(qwen|qwq)", "qwen3"),
+    )
+)
+
+
+def encoding_for_model(model: str) -> str:
+    """The estimator encoding that fits ``model`` best; ``"conservative"`` when unknown.
+
+    Provider prefixes are ignored (``"openai/gpt-4o"``, ``"meta-llama/Llama-3.1-8B"``,
+    ``"bedrock/anthropic.claude-3-5-sonnet"``, ``"models/gemini-2.0-flash"``). OpenAI models map
+    to their real encodings (o200k or cl100k), Llama 3.x to ``llama3``, Qwen 2/2.5/3 to ``qwen3``.
+    Models whose tokenizer we cannot count against here (Claude, Gemini, DeepSeek, Mistral,
+    Llama 4, ...) get ``conservative``: never below any of the four, so a budget built on it is
+    safe.
+
+    >>> encoding_for_model("gpt-4o-mini"), encoding_for_model("gpt-4-turbo")
+    ('o200k', 'cl100k')
+    >>> encoding_for_model("meta-llama/Llama-3.1-8B-Instruct")
+    'llama3'
+    >>> encoding_for_model("some-new-model")
+    'conservative'
+    """
+    name = model.strip().lower().rsplit("/", 1)[-1]
+    # Bedrock-style "<vendor>.<model>" ids ("anthropic.claude-...", "meta.llama3-...").
+    vendor, dot, rest = name.partition(".")
+    if dot and vendor.isalpha():
+        name = rest
+    for pattern, encoding in _MODEL_RULES:
+        if pattern.search(name):
+            return encoding
+    return "conservative"

