@@ -15,7 +15,7 @@ MODULES = [
     "ctxbudget.pairing",
     "ctxbudget.selection",
     "ctxbudget.tokens",
-    "ctxbudget.tool_output",
+    "ctxbudget.text",
 ]
 
 

@@ -25,17 +25,32 @@ from ctxbudget.errors import (
     ContextBudgetError,
     ContextOverflowError,
     ContextWindowError,
+    DocumentConversionError,
+    DocumentsExtraMissingError,
+    FileTooLargeError,
 )
 from ctxbudget.overflow import OverflowInfo, classify_overflow
 from ctxbudget.pairing import EventKind, PairingViolation, validate_pairing
 from ctxbudget.selection import Selection, select_largest
 from ctxbudget.tokens import DEFAULT_ENCODING, ENCODINGS, estimate_batch, estimate_tokens
-from ctxbudget.tool_output import check_text, detect_type, validate_text
+from ctxbudget.tool_output import (
+    DirectorySpillStore,
+    SpillStore,
+    TruncatedResult,
+    check_text,
+    detect_type,
+    read_tool_file,
+    truncate_output,
+    validate_text,
+)
 
 try:
     __version__ = version("ctxbudget")
 except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0.0.0"
+
+#: SPEC C2 name for :func:`read_tool_file`.
+read_document = read_tool_file
 
 __all__ = [
     "DEFAULT_ENCODING",
@@ -45,12 +60,18 @@ __all__ = [
     "ContextBudgetError",
     "ContextOverflowError",
     "ContextWindowError",
+    "DirectorySpillStore",
+    "DocumentConversionError",
+    "DocumentsExtraMissingError",
     "EventKind",
+    "FileTooLargeError",
     "OverflowInfo",
     "PairingViolation",
     "Selection",
+    "SpillStore",
     "TokenCount",
     "TokenCounter",
+    "TruncatedResult",
     "__version__",
     "check_text",
     "classify_overflow",
@@ -60,7 +81,10 @@ __all__ = [
     "encoding_for_model",
     "estimate_batch",
     "estimate_tokens",
+    "read_document",
+    "read_tool_file",
     "select_largest",
+    "truncate_output",
     "validate_pairing",
     "validate_text",
 ]

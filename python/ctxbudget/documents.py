@@ -1,0 +1,389 @@
+"""Read a file for a tool result: text checked, documents converted, binaries refused.
+
+The failure this prevents: a ReadFile tool that decodes a ``.docx`` as UTF-8 hands the model
+a megabyte of garbage that no token count anticipates, and the conversation can no longer be
+sent. :func:`read_tool_file` returns only real text:
+
+- text files are decoded through :func:`ctxbudget.check_text` (NUL bytes or invalid UTF-8
+  are refused with the byte offset);
+- PDF, DOCX, XLSX and PPTX are converted to markdown with the optional extra
+  ``pip install ctxbudget[documents]`` (pypdf, python-docx, openpyxl, python-pptx);
+- every other binary is refused with :class:`~ctxbudget.errors.BinaryContentError` naming
+  the type recognised from its magic bytes;
+- files over ``max_bytes`` are refused from their size, before anything is read.
+
+Documents are recognised by content, not by name: ``%PDF-`` for PDF, and for the Office
+formats (which are all zip archives) the parts inside: ``word/document.xml``,
+``xl/workbook.xml`` or ``ppt/presentation.xml``. A renamed file is handled by what it is.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import errno
+import importlib
+import io
+import os
+import stat
+import zipfile
+from collections.abc import Callable, Iterable, Iterator
+from types import ModuleType
+from typing import Any, Literal
+
+from ctxbudget import text as _text
+from ctxbudget.errors import (
+    DocumentConversionError,
+    DocumentsExtraMissingError,
+    FileTooLargeError,
+)
+
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "DOCUMENT_KINDS",
+    "DocumentConversionError",
+    "DocumentsExtraMissingError",
+    "FileTooLargeError",
+    "document_kind",
+    "read_tool_file",
+]
+
+#: Default size cap of :func:`read_tool_file`: 16 MiB. A 16 MiB text is about four million
+#: tokens, far past any context window (truncate it with ``truncate_output``), and it is
+#: larger than nearly every PDF or Office file an agent meets.
+DEFAULT_MAX_BYTES = 16 << 20
+
+DocumentKind = Literal["pdf", "docx", "xlsx", "pptx"]
+#: The document formats converted to markdown.
+DOCUMENT_KINDS: tuple[DocumentKind, ...] = ("pdf", "docx", "xlsx", "pptx")
+
+_EXTRA_HINT = "pip install 'ctxbudget[documents]'"
+#: Module that each format needs, and the package that provides it.
+_MODULES: dict[DocumentKind, tuple[str, str]] = {
+    "pdf": ("pypdf", "pypdf"),
+    "docx": ("docx", "python-docx"),
+    "xlsx": ("openpyxl", "openpyxl"),
+    "pptx": ("pptx", "python-pptx"),
+}
+_OOXML_PARTS: tuple[tuple[str, DocumentKind], ...] = (
+    ("word/document.xml", "docx"),
+    ("xl/workbook.xml", "xlsx"),
+    ("ppt/presentation.xml", "pptx"),
+)
+_UTF8_BOM = b"\xef\xbb\xbf"
+#: An Office file may unpack to at most this many times ``max_bytes`` (XML compresses about
+#: ten times; a zip bomb, millions of times).
+_UNPACK_RATIO = 16
+
+
+def read_tool_file(path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
+    """Read a file for a model: text as is, documents as markdown, binaries refused.
+
+    Steps: the size from ``os.stat`` is checked against ``max_bytes`` before the file is
+    opened, so a huge file costs nothing; the bytes are read (at most ``max_bytes``, even if
+    the file grows meanwhile); a PDF, DOCX, XLSX or PPTX is converted to markdown (the
+    converted text is held to ``max_bytes`` too, and an Office file that unpacks to over 16
+    times ``max_bytes`` is refused before parsing: a zip bomb); anything else must be UTF-8
+    text.
+
+    Text rules: a UTF-8 byte order mark is removed (it carries no content and would cost a
+    token). A UTF-16 file with a byte order mark (what Windows PowerShell's ``>`` writes) is
+    decoded as UTF-16. Text in a legacy 8-bit encoding such as Latin-1 is refused with the
+    offset of the first invalid byte, never guessed at: re-encode it to UTF-8 first.
+
+    Args:
+        path: The file to read.
+        max_bytes: Size cap in bytes, for the file and for converted text
+            (default :data:`DEFAULT_MAX_BYTES`, 16 MiB).
+
+    Returns:
+        The text, or markdown for a document.
+
+    Raises:
+        FileTooLargeError: Over a size cap (a ``ValueError``).
+        BinaryContentError: Not text and not a supported document (a ``ValueError``);
+            ``detected_type`` names the type when its magic bytes are known (``"png"``,
+            ``"elf"``, ``"gzip"``, ``"zip"``, ...), ``offset`` the first offending byte.
+        DocumentsExtraMissingError: A document, without ``ctxbudget[documents]``
+            installed (a ``ModuleNotFoundError``).
+        DocumentConversionError: A damaged, encrypted or text-less document (a
+            ``ValueError``).
+        OSError: The file is missing, unreadable, a directory, or not a regular file.
+
+    >>> import pathlib, tempfile
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "notes.txt").write_bytes(b"\\xef\\xbb\\xbfhello\\n")
+    >>> read_tool_file(folder / "notes.txt")
+    'hello\\n'
+    >>> _ = (folder / "logo.png").write_bytes(b"\\x89PNG\\r\\n\\x1a\\n\\x00\\x00\\x00\\rIHDR")
+    >>> read_tool_file(folder / "logo.png")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ctxbudget.errors.BinaryContentError: not text: ...
+    """
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 0:
+        raise ValueError(f"max_bytes must be a non-negative int, got {max_bytes!r}")
+    name = os.fspath(path)
+    info = os.stat(name)
+    if stat.S_ISDIR(info.st_mode):
+        raise IsADirectoryError(errno.EISDIR, "is a directory, not a file", name)
+    if not stat.S_ISREG(info.st_mode):
+        raise OSError(errno.EINVAL, "not a regular file (a pipe, socket or device)", name)
+    if info.st_size > max_bytes:
+        raise FileTooLargeError(name, info.st_size, max_bytes)
+    with open(name, "rb") as handle:
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise FileTooLargeError(name, max(len(data), info.st_size), max_bytes)
+    kind = document_kind(data)
+    if kind is not None:
+        return _convert(name, kind, data, max_bytes)
+    return _decode_text(data)
+
+
+def document_kind(data: bytes) -> DocumentKind | None:
+    """Which convertible document ``data`` is, from its content, or ``None``.
+
+    >>> document_kind(b"%PDF-1.7\\n...")
+    'pdf'
+    >>> document_kind(b"plain text") is None
+    True
+    """
+    if b"%PDF-" in data[:1024]:
+        return "pdf"
+    if not data.startswith(b"PK\x03\x04"):
+        return None
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            names = set(archive.namelist())
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError):
+        return None
+    for part, kind in _OOXML_PARTS:
+        if part in names:
+            return kind
+    return None
+
+
+def _decode_text(data: bytes) -> str:
+    if data.startswith(_UTF8_BOM):
+        return _text.check_text(memoryview(data)[len(_UTF8_BOM) :])
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        try:
+            text = data.decode("utf-16")
+        except UnicodeDecodeError:
+            pass
+        else:
+            if "\x00" not in text:
+                return text
+    return _text.check_text(data)
+
+
+def _require(kind: DocumentKind) -> ModuleType:
+    module, package = _MODULES[kind]
+    try:
+        return importlib.import_module(module)
+    except ImportError as err:
+        raise DocumentsExtraMissingError(
+            f"reading {kind.upper()} files needs the optional documents extra "
+            f"(missing module {module!r} from {package}): {_EXTRA_HINT}",
+            name=module,
+        ) from err
+
+
+def _convert(path: str, kind: DocumentKind, data: bytes, max_bytes: int) -> str:
+    library = _require(kind)
+    if kind != "pdf":
+        _check_unpacked_size(path, data, max_bytes)
+    converter = _CONVERTERS[kind]
+    out = _Output(path, max_bytes)
+    try:
+        converter(library, data, out)
+    except (FileTooLargeError, DocumentConversionError):
+        raise
+    except Exception as err:
+        raise DocumentConversionError(path, kind, f"{type(err).__name__}: {err}") from err
+    text = out.text()
+    if not text.strip():
+        raise DocumentConversionError(path, kind, "no text could be extracted")
+    return text
+
+
+def _check_unpacked_size(path: str, data: bytes, max_bytes: int) -> None:
+    """Refuse an Office file whose parts unpack to over ``_UNPACK_RATIO`` times the cap.
+
+    The sizes come from the zip directory, and ``zipfile`` never inflates an entry past its
+    declared size, so a zip bomb is refused before any XML is parsed.
+    """
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        unpacked = sum(info.file_size for info in archive.infolist())
+    limit = _UNPACK_RATIO * max_bytes
+    if unpacked > limit:
+        raise FileTooLargeError(path, unpacked, limit, what="unpacked content")
+
+
+class _Output:
+    """Markdown being built, held to a byte cap so a zip bomb cannot exhaust memory."""
+
+    __slots__ = ("_limit", "_parts", "_size", "path")
+
+    def __init__(self, path: str, limit: int) -> None:
+        self.path = path
+        self._limit = limit
+        self._parts: list[str] = []
+        self._size = 0
+
+    def add(self, line: str) -> None:
+        line = line.replace("\x00", "")
+        self._size += len(line.encode("utf-8", "replace")) + 1
+        if self._size > self._limit:
+            raise FileTooLargeError(self.path, self._size, self._limit, what="converted text")
+        self._parts.append(line)
+
+    def blank(self) -> None:
+        """End a block: one empty line, never two."""
+        if self._parts and self._parts[-1]:
+            self.add("")
+
+    def text(self) -> str:
+        return "\n".join(self._parts).strip("\n") + "\n"
+
+
+def _cell(value: object) -> str:
+    """One table cell: text on one line, pipes escaped."""
+    if value is None:
+        return ""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        value = int(value)
+    elif isinstance(value, (_dt.datetime, _dt.date, _dt.time)):
+        value = value.isoformat()
+    text = " ".join(str(value).split())
+    return text.replace("|", "\\|")
+
+
+def _table(rows: Iterable[Iterable[object]], out: _Output) -> None:
+    """Rows as a markdown table, the first row as the header; empty rows and columns go."""
+    cells = [[_cell(value) for value in row] for row in rows]
+    cells = [row for row in cells if any(row)]
+    if not cells:
+        return
+    width = max(len(row) for row in cells)
+    while width > 0 and not any(len(row) >= width and row[width - 1] for row in cells):
+        width -= 1
+    cells = [(row + [""] * width)[:width] for row in cells]
+    out.blank()
+    out.add("| " + " | ".join(cells[0]) + " |")
+    out.add("|" + " --- |" * width)
+    for row in cells[1:]:
+        out.add("| " + " | ".join(row) + " |")
+    out.blank()
+
+
+def _convert_pdf(pypdf: ModuleType, data: bytes, out: _Output) -> None:
+    reader = pypdf.PdfReader(io.BytesIO(data))
+    if reader.is_encrypted and not reader.decrypt(""):
+        raise DocumentConversionError(out.path, "pdf", "it is encrypted with a password")
+    found = False
+    for number, page in enumerate(reader.pages, start=1):
+        text = (page.extract_text() or "").strip()
+        found = found or bool(text)
+        out.add(f"<!-- page {number} -->")
+        for line in text.splitlines():
+            out.add(line.rstrip())
+        out.blank()
+    if not found:
+        raise DocumentConversionError(
+            out.path,
+            "pdf",
+            "no text could be extracted (a scanned PDF holds images of pages, which need OCR)",
+        )
+
+
+def _convert_docx(docx: ModuleType, data: bytes, out: _Output) -> None:
+    document = docx.Document(io.BytesIO(data))
+    table_type = importlib.import_module("docx.table").Table
+    for block in document.iter_inner_content():
+        if isinstance(block, table_type):
+            _table(([cell.text for cell in row.cells] for row in block.rows), out)
+        else:
+            _docx_paragraph(block, out)
+
+
+def _docx_paragraph(paragraph: Any, out: _Output) -> None:
+    text = " ".join(paragraph.text.split())
+    if not text:
+        return
+    style = (paragraph.style.name if paragraph.style is not None else "") or ""
+    if style == "Title":
+        out.add(f"# {text}")
+        out.blank()
+    elif style.startswith("Heading") and style[7:].strip().isdigit():
+        out.add(f"{'#' * min(int(style[7:]), 6)} {text}")
+        out.blank()
+    elif style.startswith("List Number"):
+        out.add(f"1. {text}")
+    elif style.startswith("List") or _has_numbering(paragraph):
+        out.add(f"- {text}")
+    else:
+        out.add(text)
+        out.blank()
+
+
+def _has_numbering(paragraph: Any) -> bool:
+    properties = paragraph._p.pPr
+    return properties is not None and properties.numPr is not None
+
+
+def _convert_xlsx(openpyxl: ModuleType, data: bytes, out: _Output) -> None:
+    workbook = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
+    try:
+        for sheet in workbook.worksheets:
+            out.add(f"## {sheet.title}")
+            out.blank()
+            _table(sheet.iter_rows(values_only=True), out)
+    finally:
+        workbook.close()
+
+
+def _convert_pptx(pptx: ModuleType, data: bytes, out: _Output) -> None:
+    presentation = pptx.Presentation(io.BytesIO(data))
+    for number, slide in enumerate(presentation.slides, start=1):
+        title_shape = slide.shapes.title
+        title = " ".join(title_shape.text_frame.text.split()) if title_shape is not None else ""
+        out.add(f"## Slide {number}: {title}" if title else f"## Slide {number}")
+        out.blank()
+        for shape in _pptx_shapes(slide.shapes):
+            if title_shape is not None and shape.shape_id == title_shape.shape_id:
+                continue
+            if getattr(shape, "has_table", False):
+                _table(([cell.text for cell in row.cells] for row in shape.table.rows), out)
+            elif getattr(shape, "has_text_frame", False):
+                for paragraph in shape.text_frame.paragraphs:
+                    text = " ".join(paragraph.text.split())
+                    if text:
+                        out.add(f"{'  ' * paragraph.level}- {text}")
+                out.blank()
+        if slide.has_notes_slide:
+            notes = slide.notes_slide.notes_text_frame
+            text = notes.text.strip() if notes is not None else ""
+            if text:
+                out.add("Notes:")
+                for line in text.splitlines():
+                    out.add(line)
+                out.blank()
+
+
+def _pptx_shapes(shapes: Iterable[Any]) -> Iterator[Any]:
+    """Shapes in order, group shapes expanded."""
+    for shape in shapes:
+        inner = getattr(shape, "shapes", None)
+        if inner is not None:
+            yield from _pptx_shapes(inner)
+        else:
+            yield shape
+
+
+_CONVERTERS: dict[DocumentKind, Callable[[ModuleType, bytes, _Output], None]] = {
+    "pdf": _convert_pdf,
+    "docx": _convert_docx,
+    "xlsx": _convert_xlsx,
+    "pptx": _convert_pptx,
+}

@@ -1,0 +1,493 @@
+"""Spill stores: where the full text of a truncated tool output is kept.
+
+:func:`ctxbudget.truncate_output` shows the model a preview and writes the full text to a
+:class:`SpillStore`, so the model can read the rest in parts. A store has one job: write the
+text durably and return a location string the model can be told about, or raise. It never
+returns a location for data it did not write completely.
+
+Two stores ship here:
+
+- :class:`DirectorySpillStore` (the default): one file per output in a local directory,
+  written atomically (temporary file in the same directory, then ``os.replace``), with
+  retention by age and total size.
+- :class:`FsspecSpillStore`: any `fsspec <https://filesystem-spec.readthedocs.io>`_
+  filesystem (S3, GCS, Azure, memory, ...), for agents whose tools read from object storage.
+
+File names are built here, never from unsanitised caller input: a UTC timestamp, a random
+token and an optional label reduced to ``[a-z0-9_-]``. The timestamp in the name drives
+retention, so both stores clean up the same way without trusting backend modification times.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import logging
+import os
+import re
+import secrets
+import sys
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+__all__ = [
+    "DEFAULT_MAX_AGE_SECONDS",
+    "DEFAULT_MAX_TOTAL_BYTES",
+    "CleanupReport",
+    "DirectorySpillStore",
+    "FsspecSpillStore",
+    "SpillStore",
+    "default_spill_dir",
+    "default_spill_store",
+    "spill_file_name",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Spill files older than this (7 days) are removed by :meth:`DirectorySpillStore.cleanup`.
+DEFAULT_MAX_AGE_SECONDS = 7 * 24 * 3600
+#: Oldest spill files are removed until the store holds at most this much (1 GiB).
+DEFAULT_MAX_TOTAL_BYTES = 1 << 30
+#: Opportunistic clean-up runs at most this often per store, on write.
+_CLEANUP_INTERVAL_SECONDS = 60.0
+#: Text is encoded and written in pieces of this many characters, so a spill of a huge
+#: output never holds a second full copy in memory.
+_WRITE_CHUNK_CHARS = 1 << 20
+
+_LABEL_MAX = 32
+_NAME_RE = re.compile(r"^(\d{8}T\d{12})Z-[0-9a-f]{12}(?:-[a-z0-9_-]{1,32})?\.txt$")
+_TMP_PREFIX = ".tmp-"
+
+
+@runtime_checkable
+class SpillStore(Protocol):
+    """Where the full text of a truncated output goes.
+
+    Implement this to keep spills in your own storage. ``write`` must either store the whole
+    text and return a location string that the model's tools can read (a path, a URL), or
+    raise. It must never return a location for a partial or failed write.
+    """
+
+    def write(self, text: str, *, label: str | None = None) -> str:
+        """Store ``text`` and return where it is; raise on any failure.
+
+        Args:
+            text: The full output.
+            label: A short hint for the name (a tool name, say). Untrusted: sanitise it.
+        """
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class CleanupReport:
+    """What a clean-up removed.
+
+    Attributes:
+        removed_files: Number of spill files (and stale temporary files) deleted.
+        removed_bytes: Their total size.
+        kept_files: Spill files left in the store.
+        kept_bytes: Their total size.
+    """
+
+    removed_files: int
+    removed_bytes: int
+    kept_files: int
+    kept_bytes: int
+
+
+def spill_file_name(label: str | None = None, *, now: float | None = None) -> str:
+    """A unique, safe file name for a spill: UTC timestamp, random token, sanitised label.
+
+    The label keeps only ASCII letters, digits, ``_`` and ``-`` (lower-cased, at most 32
+    characters); everything else, path separators and dots included, becomes ``-``.
+
+    >>> name = spill_file_name("../../etc/passwd", now=0.0)
+    >>> name.startswith("19700101T000000000000Z-") and name.endswith("-etc-passwd.txt")
+    True
+    >>> "/" in name or ".." in name
+    False
+    """
+    moment = datetime.fromtimestamp(time.time() if now is None else now, tz=timezone.utc)
+    stamp = moment.strftime("%Y%m%dT%H%M%S%f")
+    name = f"{stamp}Z-{secrets.token_hex(6)}"
+    safe = _sanitise_label(label)
+    return f"{name}-{safe}.txt" if safe else f"{name}.txt"
+
+
+def _sanitise_label(label: str | None) -> str:
+    if not label:
+        return ""
+    ascii_only = label.encode("ascii", "replace").decode("ascii").lower()
+    cleaned = re.sub(r"[^a-z0-9_-]+", "-", ascii_only).strip("-_")
+    return cleaned[:_LABEL_MAX].rstrip("-_")
+
+
+def _name_time(name: str) -> float | None:
+    """The creation time encoded in a spill file name, or ``None`` for foreign files."""
+    match = _NAME_RE.match(name)
+    if match is None:
+        return None
+    moment = datetime.strptime(match.group(1), "%Y%m%dT%H%M%S%f")
+    return moment.replace(tzinfo=timezone.utc).timestamp()
+
+
+def default_spill_dir() -> Path:
+    """The directory :class:`DirectorySpillStore` uses when none is given.
+
+    In order: ``$CTXBUDGET_SPILL_DIR``; ``$XDG_CACHE_HOME/ctxbudget/spill``;
+    ``%LOCALAPPDATA%\\ctxbudget\\spill`` on Windows; ``~/.cache/ctxbudget/spill``. A per-user
+    cache directory rather than a shared temporary one, so other users cannot read the
+    outputs or plant files.
+
+    >>> default_spill_dir().name
+    'spill'
+    """
+    explicit = os.environ.get("CTXBUDGET_SPILL_DIR")
+    if explicit:
+        return Path(explicit)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg:
+        return Path(xdg) / "ctxbudget" / "spill"
+    local = os.environ.get("LOCALAPPDATA")
+    if sys.platform == "win32" and local:
+        return Path(local) / "ctxbudget" / "spill"
+    return Path.home() / ".cache" / "ctxbudget" / "spill"
+
+
+def _plan_removals(
+    entries: Iterable[tuple[str, float, int]],
+    *,
+    now: float,
+    max_age: float | None,
+    max_total_bytes: int | None,
+) -> tuple[list[tuple[str, int]], int, int]:
+    """Pick spill files to delete: too old, then oldest first while over the size limit.
+
+    ``entries`` are ``(name, created, size)``. The newest file is never removed for size, so
+    the output the model was pointed to last stays readable. Returns the removals and the
+    count and bytes kept.
+    """
+    ordered = sorted(entries, key=lambda e: e[1])
+    remove: list[tuple[str, int]] = []
+    kept: list[tuple[str, float, int]] = []
+    for name, created, size in ordered:
+        if max_age is not None and now - created > max_age:
+            remove.append((name, size))
+        else:
+            kept.append((name, created, size))
+    total = sum(size for _, _, size in kept)
+    while max_total_bytes is not None and total > max_total_bytes and len(kept) > 1:
+        name, _, size = kept.pop(0)
+        remove.append((name, size))
+        total -= size
+    return remove, len(kept), total
+
+
+class DirectorySpillStore:
+    """Spill files in a local directory: atomic writes, safe names, age and size retention.
+
+    The directory is created (mode ``0o700``) on the first write, not on construction, so
+    building a store never fails; a directory that cannot be created or written surfaces as
+    the ``OSError`` of :meth:`write`, which :func:`ctxbudget.truncate_output` reports as a
+    failed spill.
+
+    Clean-up only ever touches files whose names this store generates, so pointing it at a
+    directory that holds other files is safe. It runs opportunistically before a write (at
+    most once a minute per store) and can be called directly.
+
+    Args:
+        directory: Where to write; default :func:`default_spill_dir`.
+        max_age_seconds: Remove spill files older than this; ``None`` keeps them by age.
+        max_total_bytes: Remove the oldest files while the store holds more than this;
+            ``None`` for no size limit.
+        fsync: Flush the file and the directory to the disk before returning (slower;
+            survives a power cut).
+
+    >>> import pathlib, tempfile
+    >>> store = DirectorySpillStore(tempfile.mkdtemp())
+    >>> location = store.write("line 1\\nline 2\\n", label="grep")
+    >>> pathlib.Path(location).read_text(encoding="utf-8")
+    'line 1\\nline 2\\n'
+    """
+
+    __slots__ = (
+        "_directory",
+        "_fsync",
+        "_last_cleanup",
+        "_lock",
+        "_max_age",
+        "_max_total",
+    )
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str] | None = None,
+        *,
+        max_age_seconds: float | None = DEFAULT_MAX_AGE_SECONDS,
+        max_total_bytes: int | None = DEFAULT_MAX_TOTAL_BYTES,
+        fsync: bool = False,
+    ) -> None:
+        base = default_spill_dir() if directory is None else Path(directory)
+        self._directory = base.expanduser().absolute()
+        self._max_age = max_age_seconds
+        self._max_total = max_total_bytes
+        self._fsync = fsync
+        self._last_cleanup = float("-inf")
+        self._lock = threading.Lock()
+
+    @property
+    def directory(self) -> Path:
+        """The absolute directory the files go to."""
+        return self._directory
+
+    def __repr__(self) -> str:
+        return f"DirectorySpillStore({str(self._directory)!r})"
+
+    def write(self, text: str, *, label: str | None = None) -> str:
+        """Write ``text`` as UTF-8 to a new file and return its absolute path.
+
+        The text goes to a temporary file in the same directory, which is renamed into place
+        only once fully written: a reader never sees a partial file, and on failure the
+        temporary file is removed and the error is raised.
+
+        Raises:
+            OSError: The directory cannot be created or written, the disk is full, ...
+            UnicodeEncodeError: ``text`` holds a lone surrogate (not valid Unicode text).
+        """
+        self._maybe_cleanup()
+        os.makedirs(self._directory, mode=0o700, exist_ok=True)
+        name = spill_file_name(label)
+        final = self._directory / name
+        temp = self._directory / f"{_TMP_PREFIX}{name}"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+        fd = os.open(temp, flags, 0o600)
+        try:
+            with open(fd, "wb", closefd=True) as handle:
+                for start in range(0, len(text), _WRITE_CHUNK_CHARS):
+                    chunk = text[start : start + _WRITE_CHUNK_CHARS]
+                    handle.write(chunk.encode("utf-8"))
+                if self._fsync:
+                    handle.flush()
+                    os.fsync(handle.fileno())
+            os.replace(temp, final)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+            raise
+        if self._fsync:
+            try:
+                _fsync_directory(self._directory)
+            except BaseException:
+                final.unlink(missing_ok=True)
+                raise
+        return str(final)
+
+    def cleanup(self, *, now: float | None = None) -> CleanupReport:
+        """Remove spill files past the age limit, then the oldest while over the size limit.
+
+        Temporary files left by a crashed writer are removed once past the age limit (or
+        after a day when there is none). Files this store did not name are never touched.
+        Errors on single files (removed concurrently, say) are skipped.
+
+        Args:
+            now: The current time, for tests; default ``time.time()``.
+
+        Returns:
+            What was removed and what is left.
+        """
+        moment = time.time() if now is None else now
+        entries: list[tuple[str, float, int]] = []
+        removed_files = removed_bytes = 0
+        stale_tmp_age = self._max_age if self._max_age is not None else 24 * 3600.0
+        try:
+            scan = list(os.scandir(self._directory))
+        except FileNotFoundError:
+            return CleanupReport(0, 0, 0, 0)
+        for entry in scan:
+            try:
+                if not entry.is_file(follow_symlinks=False):
+                    continue
+                if entry.name.startswith(_TMP_PREFIX):
+                    created = _name_time(entry.name[len(_TMP_PREFIX) :])
+                    if created is not None and moment - created > stale_tmp_age:
+                        size = entry.stat(follow_symlinks=False).st_size
+                        os.unlink(entry.path)
+                        removed_files += 1
+                        removed_bytes += size
+                    continue
+                created = _name_time(entry.name)
+                if created is not None:
+                    entries.append((entry.name, created, entry.stat().st_size))
+            except OSError:
+                continue
+        removals, kept_files, kept_bytes = _plan_removals(
+            entries, now=moment, max_age=self._max_age, max_total_bytes=self._max_total
+        )
+        for name, size in removals:
+            try:
+                os.unlink(self._directory / name)
+            except OSError:
+                kept_files += 1
+                kept_bytes += size
+                continue
+            removed_files += 1
+            removed_bytes += size
+        return CleanupReport(removed_files, removed_bytes, kept_files, kept_bytes)
+
+    def _maybe_cleanup(self) -> None:
+        with self._lock:
+            moment = time.monotonic()
+            if moment - self._last_cleanup < _CLEANUP_INTERVAL_SECONDS:
+                return
+            self._last_cleanup = moment
+        try:
+            self.cleanup()
+        except OSError:
+            logger.debug("spill clean-up of %s failed", self._directory, exc_info=True)
+
+
+def _fsync_directory(directory: Path) -> None:
+    if sys.platform == "win32":  # pragma: no cover - directories cannot be opened there
+        return
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class FsspecSpillStore:
+    """Spill files on any fsspec filesystem (S3, GCS, Azure Blob, memory, ...).
+
+    Each output is written with one ``pipe_file`` call, which object stores apply atomically
+    (an object exists whole or not at all); on failure the store tries to remove the object
+    and raises. For a local disk prefer :class:`DirectorySpillStore`, whose rename gives the
+    same guarantee on a POSIX filesystem. Object stores usually do retention with bucket
+    lifecycle rules; :meth:`cleanup` is there for the others and uses the timestamp in the
+    names, not backend modification times.
+
+    Needs ``fsspec`` (``pip install fsspec`` plus the backend's package, e.g. ``s3fs``).
+
+    Args:
+        url: Base location, e.g. ``"s3://bucket/agent-spill"`` or ``"memory://spill"``.
+        fs: An existing ``fsspec.AbstractFileSystem``; then ``url`` is a path on it.
+        storage_options: Passed to ``fsspec.core.url_to_fs`` when ``fs`` is not given.
+        max_age_seconds: As for :class:`DirectorySpillStore`.
+        max_total_bytes: As for :class:`DirectorySpillStore`.
+
+    >>> store = FsspecSpillStore("memory://doctest-spill")  # doctest: +SKIP
+    >>> store.write("full text", label="grep")  # doctest: +SKIP
+    'memory://doctest-spill/20250101T000000000000Z-3f9a1c2b4d5e-grep.txt'
+    """
+
+    __slots__ = ("_base", "_fs", "_max_age", "_max_total", "_protocol")
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        fs: Any = None,
+        storage_options: dict[str, Any] | None = None,
+        max_age_seconds: float | None = DEFAULT_MAX_AGE_SECONDS,
+        max_total_bytes: int | None = DEFAULT_MAX_TOTAL_BYTES,
+    ) -> None:
+        if fs is None:
+            try:
+                fsspec_core = importlib.import_module("fsspec.core")
+            except ImportError as err:
+                raise ModuleNotFoundError(
+                    "FsspecSpillStore needs fsspec: pip install fsspec", name="fsspec"
+                ) from err
+            fs, path = fsspec_core.url_to_fs(url, **(storage_options or {}))
+        else:
+            path = url
+        self._fs: Any = fs
+        self._base = str(path).rstrip("/")
+        protocol = fs.protocol
+        self._protocol: str = protocol[0] if isinstance(protocol, (tuple, list)) else protocol
+        self._max_age = max_age_seconds
+        self._max_total = max_total_bytes
+
+    def __repr__(self) -> str:
+        return f"FsspecSpillStore({self._location(self._base)!r})"
+
+    def _location(self, path: str) -> str:
+        unstrip: Callable[[str], str] | None = getattr(self._fs, "unstrip_protocol", None)
+        return unstrip(path) if unstrip is not None else path
+
+    def write(self, text: str, *, label: str | None = None) -> str:
+        """Write ``text`` as UTF-8 in one put and return its full URL.
+
+        Raises:
+            Exception: Whatever the backend raises (``OSError``, permission or network
+                errors); a partially written object is removed first, where possible.
+        """
+        path = f"{self._base}/{spill_file_name(label)}"
+        data = text.encode("utf-8")
+        try:
+            self._fs.makedirs(self._base, exist_ok=True)
+            self._fs.pipe_file(path, data)
+        except BaseException:
+            try:
+                if self._fs.exists(path):
+                    self._fs.rm_file(path)
+            except Exception:
+                logger.debug("could not remove partial spill %s", path, exc_info=True)
+            raise
+        return self._location(path)
+
+    def cleanup(self, *, now: float | None = None) -> CleanupReport:
+        """Remove spill objects past the age limit, then the oldest while over the size limit.
+
+        Only names this store generates are considered.
+        """
+        moment = time.time() if now is None else now
+        try:
+            listing = self._fs.ls(self._base, detail=True)
+        except FileNotFoundError:
+            return CleanupReport(0, 0, 0, 0)
+        entries: list[tuple[str, float, int]] = []
+        for info in listing:
+            name = str(info["name"]).rstrip("/").rsplit("/", 1)[-1]
+            created = _name_time(name)
+            if created is not None and info.get("type", "file") == "file":
+                entries.append((name, created, int(info.get("size") or 0)))
+        removals, kept_files, kept_bytes = _plan_removals(
+            entries, now=moment, max_age=self._max_age, max_total_bytes=self._max_total
+        )
+        removed_files = removed_bytes = 0
+        for name, size in removals:
+            try:
+                self._fs.rm_file(f"{self._base}/{name}")
+            except OSError:
+                kept_files += 1
+                kept_bytes += size
+                continue
+            removed_files += 1
+            removed_bytes += size
+        return CleanupReport(removed_files, removed_bytes, kept_files, kept_bytes)
+
+
+_default_store: DirectorySpillStore | None = None
+_default_lock = threading.Lock()
+
+
+def default_spill_store() -> DirectorySpillStore:
+    """The process-wide :class:`DirectorySpillStore` over :func:`default_spill_dir`.
+
+    Created on first use; ``truncate_output`` uses it when no ``spill`` is given. The
+    directory is read when the store is first created.
+    """
+    global _default_store
+    with _default_lock:
+        if _default_store is None:
+            _default_store = DirectorySpillStore()
+        return _default_store

@@ -1,0 +1,419 @@
+"""Truncate a tool output to a token budget: head + tail preview, full text spilled.
+
+A tool output over the budget becomes the first lines and the last lines of the text, a
+marker saying what was left out, and a hint telling the model where the full text is and
+how to read it in parts. The full text goes to a :class:`~ctxbudget.spill.SpillStore`
+(a local directory by default). When that write fails, the text says so plainly: it names
+no path and does not claim the output was saved, so the model never chases a file that was
+never written.
+
+How the cut points are found without estimating every line: the text is encoded to UTF-8
+once and estimated whole; the head and the tail are then sized by estimating growing
+prefixes and suffixes of the bytes (zero-copy ``memoryview`` slices; the search interpolates
+between bracketing probes, three or four of them, each about the size of the preview), and
+snapped to line boundaries with ``bytes.rfind`` / ``bytes.find``. The cost is one encode,
+one estimate and one newline count over the text, plus a handful of estimates of slices
+the size of the preview; the extra memory is the one UTF-8 copy.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+
+from ctxbudget import spill as _spill
+from ctxbudget import tokens as _tokens
+from ctxbudget.counting import encoding_for_model
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+__all__ = ["TruncatedResult", "truncate_output"]
+
+logger = logging.getLogger(__name__)
+
+#: Default share of the preview budget given to the head; the rest goes to the tail, where
+#: errors and summaries usually are.
+DEFAULT_HEAD_RATIO = 0.2
+#: Piece size for counting newlines with numpy (fits in L2).
+_COUNT_CHUNK = 1 << 18
+_NEWLINE = 0x0A
+#: Attempts to shrink the preview when the assembled text estimates over budget (token
+#: estimates of parts do not add up exactly).
+_MAX_ATTEMPTS = 4
+
+
+@dataclass(frozen=True, slots=True)
+class TruncatedResult:
+    """A tool output made to fit, and where its full text went.
+
+    Attributes:
+        text: What to give the model: the original text when it fits, else the preview with
+            its marker and hint.
+        truncated: Whether ``text`` is a preview.
+        original_tokens: Estimated tokens of the original text.
+        kept_tokens: Estimated tokens of ``text``.
+        spill_path: Where the full text was written (a path or URL from the store), or
+            ``None`` when nothing was written.
+        spill_error: Why the write failed (for logs, may name paths), or ``None``.
+        omitted_lines: Lines wholly or partly left out of the preview.
+        omitted_tokens: Estimated tokens left out.
+    """
+
+    text: str
+    truncated: bool
+    original_tokens: int
+    kept_tokens: int
+    spill_path: str | None = None
+    spill_error: str | None = None
+    omitted_lines: int = 0
+    omitted_tokens: int = 0
+
+
+def truncate_output(
+    text: str,
+    *,
+    max_tokens: int,
+    encoding: str | None = None,
+    model: str | None = None,
+    spill: _spill.SpillStore | Literal[False] | None = None,
+    head_ratio: float = DEFAULT_HEAD_RATIO,
+    label: str | None = None,
+) -> TruncatedResult:
+    """Fit a tool output into ``max_tokens``: a head + tail preview, the full text spilled.
+
+    Under the limit the text is returned unchanged and nothing is written. Over it, the full
+    text is written to ``spill`` and the model gets the first lines (``head_ratio`` of the
+    preview budget), a marker with the number of lines and tokens left out, the last lines,
+    and a hint naming where the full text is and how to read it in parts. Cuts fall on line
+    boundaries, except inside a line too long to keep whole (minified JSON, say).
+
+    If the write fails (directory missing or not writable, disk full, backend error), the
+    hint says the full output could not be stored and suggests re-running with narrower
+    output; it names no path and never says the output was saved. ``spill_error`` carries
+    the details for your logs, and a warning is logged.
+
+    The whole result, hint included, estimates at most ``max_tokens``, as long as
+    ``max_tokens`` leaves room for the marker and hint (about 120 tokens); below that only
+    the marker and hint are returned.
+
+    Args:
+        text: The tool output.
+        max_tokens: Token budget for the text the model sees (at least 1).
+        encoding: Estimator encoding (see :data:`ctxbudget.ENCODINGS`).
+        model: Model name, used to pick the encoding when ``encoding`` is not given
+            (:func:`ctxbudget.counting.encoding_for_model`; unknown models get
+            ``conservative``).
+        spill: Where to write the full text: a :class:`~ctxbudget.spill.SpillStore`; ``None``
+            for :func:`~ctxbudget.spill.default_spill_store`; ``False`` to keep nothing.
+        head_ratio: Share of the preview budget for the head, in ``[0, 1]``.
+        label: Short name for the spill file (a tool name, say); sanitised by the store.
+
+    Returns:
+        A :class:`TruncatedResult`.
+
+    Raises:
+        ValueError: ``max_tokens < 1``, ``head_ratio`` outside ``[0, 1]``, an unknown
+            encoding, or a lone surrogate in ``text``.
+
+    >>> log = "".join(f"step {i}: ok\\n" for i in range(10_000))
+    >>> result = truncate_output(log, max_tokens=300, spill=False)
+    >>> result.truncated, result.kept_tokens <= 300, result.text.startswith("step 0: ok\\n")
+    (True, True, True)
+    >>> "step 9999: ok" in result.text
+    True
+    >>> truncate_output("short", max_tokens=300).text
+    'short'
+    """
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+        raise ValueError(f"max_tokens must be a positive int, got {max_tokens!r}")
+    if not 0.0 <= head_ratio <= 1.0:
+        raise ValueError(f"head_ratio must be within [0, 1], got {head_ratio!r}")
+    if not isinstance(text, str):
+        raise TypeError(f"text must be str, got {type(text).__name__}")
+    enc = _resolve_encoding(encoding, model)
+    # Work on one UTF-8 copy: slices of it are estimated without copying, and the caller's
+    # str is not left holding the UTF-8 cache that estimating a non-ASCII str would attach.
+    data = text.encode("utf-8")
+    total = _tokens.estimate_tokens(data, enc)
+    if total <= max_tokens:
+        return TruncatedResult(text, False, total, total)
+
+    spill_path, spill_error, failure = _write_spill(text, spill, label)
+    newlines = _count_newlines(data)
+    total_lines = newlines + (0 if data.endswith(b"\n") else 1)
+    hint = _hint(total_lines, total, spill_path, failure)
+
+    source = _Source(text, data, enc, total, newlines)
+    worst_marker = max(
+        source.tokens(_marker(total_lines, total_lines, total_lines, len(text), total, whole))
+        for whole in (True, False)
+    )
+    notice = source.tokens(hint) + worst_marker + 2
+    budget = max_tokens - notice
+    for _ in range(_MAX_ATTEMPTS):
+        preview = _cut(source, budget, head_ratio, hint)
+        if preview.tokens <= max_tokens or budget <= 0:
+            break
+        budget -= preview.tokens - max_tokens + 1
+    else:
+        preview = _cut(source, 0, head_ratio, hint)
+    return TruncatedResult(
+        text=preview.text,
+        truncated=True,
+        original_tokens=total,
+        kept_tokens=preview.tokens,
+        spill_path=spill_path,
+        spill_error=spill_error,
+        omitted_lines=preview.omitted_lines,
+        omitted_tokens=preview.omitted_tokens,
+    )
+
+
+def _count_newlines(data: bytes) -> int:
+    """``data.count(b"\\n")``, about four times faster on text with many short lines.
+
+    ``bytes.count`` restarts ``memchr`` at every hit: about 6 ms for a 10 MB log. numpy
+    compares 256 KiB pieces (views, no copy) at about 1.5 ms, with one piece of scratch.
+    """
+    if len(data) < _COUNT_CHUNK:
+        return data.count(b"\n")
+    array = np.frombuffer(data, dtype=np.uint8)
+    return sum(
+        int(np.count_nonzero(array[start : start + _COUNT_CHUNK] == _NEWLINE))
+        for start in range(0, len(array), _COUNT_CHUNK)
+    )
+
+
+def _resolve_encoding(encoding: str | None, model: str | None) -> str:
+    if encoding is not None:
+        return encoding
+    if model is not None:
+        return encoding_for_model(model)
+    return _tokens.DEFAULT_ENCODING
+
+
+def _write_spill(
+    text: str, spill: _spill.SpillStore | Literal[False] | None, label: str | None
+) -> tuple[str | None, str | None, str | None]:
+    """Write the full text; return ``(location, error for logs, reason for the model)``."""
+    if spill is False:
+        return None, None, None
+    store = _spill.default_spill_store() if spill is None else spill
+    try:
+        location = store.write(text, label=label)
+        if not isinstance(location, str) or not location:
+            raise TypeError(f"{type(store).__name__}.write returned {location!r}, not a location")
+    except Exception as err:
+        logger.warning("could not spill a truncated tool output to %r: %s", store, err)
+        return None, f"{type(err).__name__}: {err}", _failure_reason(err)
+    return location, None, None
+
+
+def _failure_reason(err: Exception) -> str:
+    """A reason the model may read: an OS error's description, else the error class.
+
+    Never the exception's message, which often names the path that failed.
+    """
+    if isinstance(err, OSError) and err.errno is not None:
+        return os.strerror(err.errno)
+    return type(err).__name__
+
+
+def _hint(total_lines: int, total: int, location: str | None, failure: str | None) -> str:
+    """The notice after the preview: what was cut, where the rest is, how to read it."""
+    lines = "1 line" if total_lines == 1 else f"{total_lines:,} lines"
+    head = (
+        f"[Output truncated: the full output is {lines}, about {total:,} tokens; "
+        "only its start and end are shown.\n"
+    )
+    if location is not None:
+        return (
+            f"{head}The full output was saved to: {location}\n"
+            "To see the omitted lines, read that file in parts (a range of lines at a time) "
+            "or search it with grep; do not read it whole.]"
+        )
+    rerun = (
+        "To see it, re-run the command with narrower output (filter it, for example with "
+        "grep, or ask for a range of lines or fewer results).]"
+    )
+    if failure is not None:
+        return (
+            f"{head}The full output could not be stored ({failure}), so the omitted part "
+            f"is not available.\n{rerun}"
+        )
+    return f"{head}The omitted part was not kept.\n{rerun}"
+
+
+def _marker(first: int, last: int, lines: int, chars: int, tokens: int, whole_lines: bool) -> str:
+    if whole_lines:
+        span = f"line {first:,}" if first == last else f"lines {first:,}-{last:,}"
+        noun = "line" if lines == 1 else "lines"
+        return f"[... {lines:,} {noun} omitted ({span}, about {tokens:,} tokens) ...]"
+    return (
+        f"[... {chars:,} characters omitted (from line {first:,} to line {last:,}, "
+        f"about {tokens:,} tokens) ...]"
+    )
+
+
+class _Source:
+    """The text being cut: its UTF-8 bytes, estimated in slices without copying."""
+
+    __slots__ = ("bytes_per_token", "data", "encoding", "newlines", "text", "total", "view")
+
+    def __init__(self, text: str, data: bytes, encoding: str, total: int, newlines: int) -> None:
+        self.text = text
+        self.data = data
+        self.view = memoryview(data)
+        self.encoding = encoding
+        self.total = total
+        self.newlines = newlines
+        self.bytes_per_token = len(data) / max(total, 1)
+
+    def tokens(self, piece: str | memoryview) -> int:
+        return _tokens.estimate_tokens(piece, self.encoding)
+
+    def head(self, size: int) -> int:
+        """Tokens of the first ``size`` bytes."""
+        return self.tokens(self.view[:size])
+
+    def tail(self, size: int) -> int:
+        """Tokens of the last ``size`` bytes."""
+        return self.tokens(self.view[len(self.data) - size :])
+
+
+def _longest_fit(
+    size: int, limit: int, bytes_per_token: float, tokens_of: Callable[[int], int]
+) -> tuple[int, int]:
+    """The largest ``k`` in ``[0, size]`` with ``tokens_of(k) <= limit``, and its tokens.
+
+    ``tokens_of`` grows with ``k`` (roughly linearly). The search starts from the text's
+    mean bytes per token, brackets the answer and interpolates between the bracket ends
+    (bisecting when interpolation stalls), stopping within half a percent of ``limit``:
+    typically three or four probes, each an estimate of a slice about the size of the
+    answer. Only probed values are returned, so ``tokens_of(k) <= limit`` holds even if
+    ``tokens_of`` is not monotonic.
+    """
+    if limit <= 0 or size == 0:
+        return 0, 0
+    slack = max(1, limit // 200)
+    low, low_tokens = 0, 0
+    high, high_tokens = size + 1, -1  # -1: no probe above the limit yet
+    probe = min(size, max(16, int(limit * bytes_per_token)))
+    same_side = 0
+    for _ in range(64):
+        tokens = tokens_of(probe)
+        if tokens <= limit:
+            low, low_tokens = probe, tokens
+            same_side = same_side + 1 if same_side >= 0 else 1
+        else:
+            high, high_tokens = probe, tokens
+            same_side = same_side - 1 if same_side <= 0 else -1
+        if low == size or limit - low_tokens <= slack or high - low <= 16:
+            break
+        if high_tokens < 0:
+            # No upper bracket yet: extrapolate past the limit from the rate seen so far.
+            rate = low / low_tokens if low_tokens else bytes_per_token
+            probe = min(size, low + max(16, int((limit - low_tokens) * rate * 1.1)))
+        elif abs(same_side) >= 2:
+            probe = (low + high) // 2
+            same_side = 0
+        else:
+            share = (limit - low_tokens) / max(high_tokens - low_tokens, 1)
+            probe = low + int((high - low) * share)
+            probe = min(max(probe, low + 1), high - 1)
+    return low, low_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class _Preview:
+    text: str
+    tokens: int
+    omitted_lines: int
+    omitted_tokens: int
+
+
+def _cut(source: _Source, budget: int, head_ratio: float, hint: str) -> _Preview:
+    """Build the preview for a head + tail budget of ``budget`` tokens.
+
+    Offsets are in bytes of the UTF-8 text. Token counts of the head and tail are the
+    probes' (before snapping to a line, so never below the snapped pieces); the assembled
+    text is estimated once more, and that is the number the caller checks.
+    """
+    data = source.data
+    size = len(data)
+    budget = max(budget, 0)
+    rate = source.bytes_per_token
+    head_end, head_tokens = _longest_fit(size, int(budget * head_ratio), rate, source.head)
+    head_end = _snap_head(data, head_end, budget * rate)
+    if head_end == 0:
+        head_tokens = 0
+    tail_budget = budget - head_tokens if head_ratio < 1.0 else 0
+    tail_size, tail_tokens = _longest_fit(size - head_end, tail_budget, rate, source.tail)
+    tail_start = _snap_tail(data, size - tail_size, head_end)
+    if tail_start == size:
+        tail_tokens = 0
+
+    head_newlines = data.count(b"\n", 0, head_end)
+    tail_newlines = data.count(b"\n", tail_start)
+    ends_line = tail_start > 0 and data[tail_start - 1] == _NEWLINE
+    first = head_newlines + 1
+    last = source.newlines - tail_newlines - ends_line + 1
+    whole = (head_end == 0 or data[head_end - 1] == _NEWLINE) and (tail_start == size or ends_line)
+    head = data[:head_end].decode("utf-8")
+    tail = data[tail_start:].decode("utf-8")
+    omitted_lines = max(last - first + 1, 0)
+    omitted_tokens = max(source.total - head_tokens - tail_tokens, 0)
+    omitted_chars = len(source.text) - len(head) - len(tail)
+    marker = _marker(first, last, omitted_lines, omitted_chars, omitted_tokens, whole)
+
+    parts = [head]
+    if head and not head.endswith("\n"):
+        parts.append("\n")
+    parts += [marker, "\n", tail]
+    if tail and not tail.endswith("\n"):
+        parts.append("\n")
+    parts += ["\n", hint]
+    assembled = "".join(parts)
+    return _Preview(assembled, source.tokens(assembled), omitted_lines, omitted_tokens)
+
+
+def _snap_head(data: bytes, end: int, long_line: float) -> int:
+    """Move a head cut back to a line boundary.
+
+    The head keeps whole lines whenever one fits. Only a first line longer than the whole
+    preview (``long_line`` bytes) is cut inside, on a character boundary; a shorter one is
+    left out instead.
+    """
+    size = len(data)
+    if end == 0 or end == size or data[end - 1] == _NEWLINE:
+        return end
+    if data[end] == _NEWLINE:
+        return end + 1
+    newline = data.rfind(b"\n", 0, end)
+    if newline >= 0:
+        return newline + 1
+    line_end = data.find(b"\n", end)
+    if (line_end if line_end >= 0 else size) <= long_line:
+        return 0
+    while end > 0 and data[end] & 0xC0 == 0x80:  # not inside a UTF-8 sequence
+        end -= 1
+    return end
+
+
+def _snap_tail(data: bytes, start: int, floor: int) -> int:
+    """Move a tail cut forward to a line start; cut inside the last line if none fits."""
+    start = max(start, floor)
+    size = len(data)
+    if start in (0, size) or data[start - 1] == _NEWLINE:
+        return start
+    newline = data.find(b"\n", start)
+    if 0 <= newline < size - 1:
+        return newline + 1
+    while start < size and data[start] & 0xC0 == 0x80:  # not inside a UTF-8 sequence
+        start += 1
+    return start

@@ -1,0 +1,444 @@
+"""read_tool_file on real files: documents generated here, binaries, text encodings, caps.
+
+The documents are made with python-docx, openpyxl, python-pptx and fpdf2 (test extra) and
+read back through the ``documents`` extra. Tests named ``*_with_detected_type`` rely on the
+Rust core naming the type from magic bytes (``BinaryContentError.detected_type``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import errno
+import gzip
+import io
+import os
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from ctxbudget import BinaryContentError
+from ctxbudget.documents import (
+    DEFAULT_MAX_BYTES,
+    DocumentConversionError,
+    DocumentsExtraMissingError,
+    FileTooLargeError,
+    document_kind,
+    read_tool_file,
+)
+
+MODULE_OF = {"pdf": "pypdf", "docx": "docx", "xlsx": "openpyxl", "pptx": "pptx"}
+
+
+# --- documents, generated ----------------------------------------------------------------
+
+
+def make_docx(path: Path) -> Path:
+    import docx
+
+    document = docx.Document()
+    document.add_heading("Quarterly Report", level=1)
+    document.add_paragraph("Revenue grew by 12 percent in Q3.")
+    document.add_heading("Details", level=2)
+    document.add_paragraph("First point", style="List Bullet")
+    document.add_paragraph("Second point", style="List Bullet")
+    table = document.add_table(rows=2, cols=2)
+    table.cell(0, 0).text = "Region"
+    table.cell(0, 1).text = "Sales | net"
+    table.cell(1, 0).text = "EMEA"
+    table.cell(1, 1).text = "4200"
+    document.add_paragraph("Café naïve — 日本語 text, codeword KESTREL.")
+    document.save(str(path))
+    return path
+
+
+def make_xlsx(path: Path) -> Path:
+    import openpyxl
+
+    workbook = openpyxl.Workbook()
+    sheet = workbook.active
+    assert sheet is not None
+    sheet.title = "Sales"
+    sheet.append(["Region", "Units", "Price", "Since"])
+    sheet.append(["EMEA", 12, 3.5, dt.date(2024, 5, 1)])
+    sheet.append(["APAC", 7, 4.25, None])
+    notes = workbook.create_sheet("Notes")
+    notes["A1"] = "codeword: PELICAN"
+    workbook.save(str(path))
+    return path
+
+
+def make_pptx(path: Path) -> Path:
+    import pptx
+    from pptx.util import Inches
+
+    presentation = pptx.Presentation()
+    first = presentation.slides.add_slide(presentation.slide_layouts[1])
+    assert first.shapes.title is not None
+    first.shapes.title.text = "Roadmap 2026"
+    first.placeholders[1].text = "Ship the guard\nMeasure the estimator"
+    first.notes_slide.notes_text_frame.text = "Speaker note: codeword HERON"
+    second = presentation.slides.add_slide(presentation.slide_layouts[5])
+    assert second.shapes.title is not None
+    second.shapes.title.text = "Numbers"
+    shape = second.shapes.add_table(2, 2, Inches(1), Inches(2), Inches(4), Inches(1))
+    cells = shape.table
+    cells.cell(0, 0).text = "Metric"
+    cells.cell(0, 1).text = "Value"
+    cells.cell(1, 0).text = "Latency"
+    cells.cell(1, 1).text = "12 ms"
+    presentation.save(str(path))
+    return path
+
+
+def make_pdf(path: Path, *, with_text: bool = True, password: str | None = None) -> Path:
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    if password is not None:
+        pdf.set_encryption(owner_password="owner", user_password=password)
+    pdf.add_page()
+    pdf.set_font("Helvetica", size=12)
+    if with_text:
+        pdf.cell(text="Invoice 4711")
+        pdf.ln(10)
+        pdf.multi_cell(w=0, text="Total due: 99.50 EUR\nPayment within 30 days.")
+        pdf.add_page()
+        pdf.cell(text="Page two: codeword OSPREY")
+    else:
+        pdf.rect(20, 20, 100, 60, style="F")  # a "scanned" page: shapes, no text
+    pdf.output(str(path))
+    return path
+
+
+def test_docx_to_markdown(tmp_path: Path) -> None:
+    text = read_tool_file(make_docx(tmp_path / "report.docx"))
+    assert text == (
+        "# Quarterly Report\n"
+        "\n"
+        "Revenue grew by 12 percent in Q3.\n"
+        "\n"
+        "## Details\n"
+        "\n"
+        "- First point\n"
+        "- Second point\n"
+        "\n"
+        "| Region | Sales \\| net |\n"
+        "| --- | --- |\n"
+        "| EMEA | 4200 |\n"
+        "\n"
+        "Café naïve — 日本語 text, codeword KESTREL.\n"
+    )
+
+
+def test_xlsx_to_markdown(tmp_path: Path) -> None:
+    text = read_tool_file(make_xlsx(tmp_path / "sales.xlsx"))
+    assert text == (
+        "## Sales\n"
+        "\n"
+        "| Region | Units | Price | Since |\n"
+        "| --- | --- | --- | --- |\n"
+        "| EMEA | 12 | 3.5 | 2024-05-01T00:00:00 |\n"
+        "| APAC | 7 | 4.25 |  |\n"
+        "\n"
+        "## Notes\n"
+        "\n"
+        "| codeword: PELICAN |\n"
+        "| --- |\n"
+    )
+
+
+def test_pptx_to_markdown(tmp_path: Path) -> None:
+    text = read_tool_file(make_pptx(tmp_path / "deck.pptx"))
+    assert text == (
+        "## Slide 1: Roadmap 2026\n"
+        "\n"
+        "- Ship the guard\n"
+        "- Measure the estimator\n"
+        "\n"
+        "Notes:\n"
+        "Speaker note: codeword HERON\n"
+        "\n"
+        "## Slide 2: Numbers\n"
+        "\n"
+        "| Metric | Value |\n"
+        "| --- | --- |\n"
+        "| Latency | 12 ms |\n"
+    )
+
+
+def test_pdf_to_markdown(tmp_path: Path) -> None:
+    text = read_tool_file(make_pdf(tmp_path / "invoice.pdf"))
+    assert text == (
+        "<!-- page 1 -->\n"
+        "Invoice 4711\n"
+        "Total due: 99.50 EUR\n"
+        "Payment within 30 days.\n"
+        "\n"
+        "<!-- page 2 -->\n"
+        "Page two: codeword OSPREY\n"
+    )
+
+
+def test_documents_are_recognised_by_content_not_name(tmp_path: Path) -> None:
+    docx_file = make_docx(tmp_path / "report.docx")
+    renamed = docx_file.rename(tmp_path / "attachment.bin")
+    assert "codeword KESTREL" in read_tool_file(renamed)
+    pdf_file = make_pdf(tmp_path / "invoice.pdf").rename(tmp_path / "invoice.txt")
+    assert "codeword OSPREY" in read_tool_file(pdf_file)
+
+
+@pytest.mark.parametrize(
+    ("maker", "kind"),
+    [(make_docx, "docx"), (make_xlsx, "xlsx"), (make_pptx, "pptx"), (make_pdf, "pdf")],
+)
+def test_document_kind(tmp_path: Path, maker: object, kind: str) -> None:
+    path = maker(tmp_path / f"file.{kind}")  # type: ignore[operator]
+    assert document_kind(path.read_bytes()) == kind
+
+
+@pytest.mark.parametrize(
+    ("maker", "kind"),
+    [(make_docx, "docx"), (make_xlsx, "xlsx"), (make_pptx, "pptx"), (make_pdf, "pdf")],
+)
+def test_missing_extra_names_the_install_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, maker: object, kind: str
+) -> None:
+    path = maker(tmp_path / f"file.{kind}")  # type: ignore[operator]
+    monkeypatch.setitem(sys.modules, MODULE_OF[kind], None)  # import now fails
+    with pytest.raises(DocumentsExtraMissingError) as caught:
+        read_tool_file(path)
+    assert isinstance(caught.value, ModuleNotFoundError)
+    assert caught.value.name == MODULE_OF[kind]
+    assert "pip install 'ctxbudget[documents]'" in str(caught.value)
+    assert kind.upper() in str(caught.value)
+
+
+def test_encrypted_pdf_is_refused_clearly(tmp_path: Path) -> None:
+    path = make_pdf(tmp_path / "locked.pdf", password="secret")
+    with pytest.raises(DocumentConversionError, match="encrypted") as caught:
+        read_tool_file(path)
+    assert caught.value.kind == "pdf"
+
+
+def test_pdf_without_text_is_refused_clearly(tmp_path: Path) -> None:
+    path = make_pdf(tmp_path / "scan.pdf", with_text=False)
+    with pytest.raises(DocumentConversionError, match=r"no text could be extracted.*OCR"):
+        read_tool_file(path)
+
+
+def test_damaged_docx_is_a_conversion_error(tmp_path: Path) -> None:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("[Content_Types].xml", "<Types/>")
+        archive.writestr("word/document.xml", "<w:document> not xml")
+    path = tmp_path / "broken.docx"
+    path.write_bytes(buffer.getvalue())
+    with pytest.raises(DocumentConversionError) as caught:
+        read_tool_file(path)
+    assert isinstance(caught.value, ValueError)
+    assert caught.value.kind == "docx"
+    assert str(path) in str(caught.value)
+
+
+def test_converted_text_is_held_to_the_cap(tmp_path: Path) -> None:
+    import openpyxl
+
+    workbook = openpyxl.Workbook()
+    sheet = workbook.active
+    assert sheet is not None
+    for row in range(3000):  # compresses well: the markdown is much larger than the file
+        sheet.append([f"row {row}", "the same words again and again", row])
+    path = tmp_path / "big.xlsx"
+    workbook.save(str(path))
+    size = path.stat().st_size
+    with pytest.raises(FileTooLargeError, match="converted text") as caught:
+        read_tool_file(path, max_bytes=size + 1000)
+    assert caught.value.limit == size + 1000
+    assert "row 0" in read_tool_file(path, max_bytes=1 << 20)
+
+
+def test_zip_bomb_is_refused_before_parsing(tmp_path: Path) -> None:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("[Content_Types].xml", "<Types/>")
+        archive.writestr("word/document.xml", b"<w:document>" + b" " * (40 << 20))
+    path = tmp_path / "bomb.docx"
+    path.write_bytes(buffer.getvalue())
+    assert path.stat().st_size < 100_000
+    started = time.perf_counter()
+    with pytest.raises(FileTooLargeError, match="unpacked content") as caught:
+        read_tool_file(path, max_bytes=1 << 20)
+    assert time.perf_counter() - started < 0.5
+    assert caught.value.limit == 16 << 20
+
+
+# --- binaries and text -------------------------------------------------------------------
+
+
+def plain_zip() -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("notes/readme.txt", "not an office file")
+    return buffer.getvalue()
+
+
+BINARIES = {
+    "png": b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x10\x00\x00\x00\x10",
+    "gzip": gzip.compress(b"hello world " * 50),
+    "zip": plain_zip(),
+    "jpeg": b"\xff\xd8\xff\xe0\x00\x10JFIF\x00\x01\x01\x00",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BINARIES))
+def test_binary_files_are_refused_with_detected_type(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / f"data.{kind}"
+    path.write_bytes(BINARIES[kind])
+    with pytest.raises(BinaryContentError) as caught:
+        read_tool_file(path)
+    assert caught.value.detected_type == kind
+    assert kind.upper() in str(caught.value).upper()
+
+
+def test_elf_executable_is_refused_with_detected_type(tmp_path: Path) -> None:
+    path = tmp_path / "tool"
+    path.write_bytes(Path(sys.executable).resolve().read_bytes()[: 64 << 10])
+    with pytest.raises(BinaryContentError) as caught:
+        read_tool_file(path)
+    assert caught.value.detected_type == "elf"
+
+
+@pytest.mark.parametrize("kind", sorted(BINARIES))
+def test_binary_files_are_refused_at_all(tmp_path: Path, kind: str) -> None:
+    """Holds with or without type detection in the core."""
+    path = tmp_path / f"data.{kind}"
+    path.write_bytes(BINARIES[kind])
+    with pytest.raises(BinaryContentError) as caught:
+        read_tool_file(path)
+    assert caught.value.reason in ("nul", "invalid_utf8")
+
+
+def test_plain_utf8(tmp_path: Path) -> None:
+    path = tmp_path / "notes.md"
+    path.write_text("# Notes\nCJK 日本語, emoji 🎉, done\n", encoding="utf-8")
+    assert read_tool_file(path) == "# Notes\nCJK 日本語, emoji 🎉, done\n"
+
+
+def test_utf8_bom_is_accepted_and_removed(tmp_path: Path) -> None:
+    path = tmp_path / "excel-export.csv"
+    path.write_bytes(b"\xef\xbb\xbfname,city\nZo\xc3\xab,K\xc3\xb6ln\n")
+    assert read_tool_file(path) == "name,city\nZoë,Köln\n"
+
+
+@pytest.mark.parametrize("codec", ["utf-16", "utf-16-be"])
+def test_utf16_with_bom_is_decoded(tmp_path: Path, codec: str) -> None:
+    path = tmp_path / "powershell.txt"
+    data = "Name  Value\nPath  C:\\tools\n".encode(codec)
+    if codec == "utf-16-be":
+        data = b"\xfe\xff" + data
+    path.write_bytes(data)
+    assert read_tool_file(path) == "Name  Value\nPath  C:\\tools\n"
+
+
+def test_bom_alone_or_utf16_lookalike_binary(tmp_path: Path) -> None:
+    path = tmp_path / "bom.txt"
+    path.write_bytes(b"\xef\xbb\xbf")
+    assert read_tool_file(path) == ""
+    odd = tmp_path / "odd.bin"
+    odd.write_bytes(b"\xff\xfe\x00\x00\x00\x00")  # decodes to NULs: still refused
+    with pytest.raises(BinaryContentError):
+        read_tool_file(odd)
+
+
+def test_latin1_is_refused_with_the_offset(tmp_path: Path) -> None:
+    path = tmp_path / "legacy.txt"
+    path.write_bytes("Grüße aus Köln\n".encode("latin-1"))
+    with pytest.raises(BinaryContentError) as caught:
+        read_tool_file(path)
+    assert (caught.value.offset, caught.value.reason) == (2, "invalid_utf8")
+
+
+def test_empty_file(tmp_path: Path) -> None:
+    path = tmp_path / "empty.txt"
+    path.write_bytes(b"")
+    assert read_tool_file(path) == ""
+
+
+# --- size cap and file kinds -------------------------------------------------------------
+
+
+def test_default_cap_is_16_mib() -> None:
+    assert DEFAULT_MAX_BYTES == 16 * 1024 * 1024
+
+
+def test_cap_boundary_is_exact(tmp_path: Path) -> None:
+    path = tmp_path / "log.txt"
+    path.write_bytes(b"x" * 1000)
+    assert len(read_tool_file(path, max_bytes=1000)) == 1000
+    with pytest.raises(FileTooLargeError) as caught:
+        read_tool_file(path, max_bytes=999)
+    assert (caught.value.size, caught.value.limit) == (1000, 999)
+    assert isinstance(caught.value, ValueError)
+    assert "1,000 bytes, over the 999-byte limit" in str(caught.value)
+
+
+def test_huge_sparse_file_is_refused_without_reading(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "huge.log"
+    with open(path, "wb") as handle:
+        handle.truncate(1 << 30)  # 1 GiB, sparse: nothing on disk
+
+    def no_open(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the file was opened")
+
+    import ctxbudget.documents as documents
+
+    monkeypatch.setattr(documents, "open", no_open, raising=False)
+    started = time.perf_counter()
+    with pytest.raises(FileTooLargeError) as caught:
+        read_tool_file(path)
+    assert time.perf_counter() - started < 0.05
+    assert caught.value.size == 1 << 30
+
+
+def test_file_that_grows_after_stat_is_still_capped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The read itself is bounded: stat said 10 bytes, the file holds 5000 by now."""
+    path = tmp_path / "growing.log"
+    path.write_bytes(b"y" * 5000)
+    real_stat = os.stat
+
+    class SmallStat:
+        def __init__(self, result: os.stat_result) -> None:
+            self.st_mode = result.st_mode
+            self.st_size = 10  # what stat said before the file grew
+
+    with monkeypatch.context() as patch, pytest.raises(FileTooLargeError):
+        patch.setattr(os, "stat", lambda p: SmallStat(real_stat(p)))
+        read_tool_file(path, max_bytes=100)
+
+
+def test_directory_and_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(IsADirectoryError):
+        read_tool_file(tmp_path)
+    with pytest.raises(FileNotFoundError):
+        read_tool_file(tmp_path / "missing.txt")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+def test_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(OSError) as caught:
+        read_tool_file(fifo)
+    assert caught.value.errno == errno.EINVAL
+
+
+def test_bad_cap_argument(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="max_bytes"):
+        read_tool_file(tmp_path / "x", max_bytes=-1)

@@ -1,0 +1,281 @@
+"""Spill stores: atomic writes, safe names, retention, failures, the fsspec store."""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import stat
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from ctxbudget import spill as spill_module
+from ctxbudget.spill import (
+    CleanupReport,
+    DirectorySpillStore,
+    FsspecSpillStore,
+    SpillStore,
+    default_spill_dir,
+    spill_file_name,
+)
+
+NAME = re.compile(r"^\d{8}T\d{12}Z-[0-9a-f]{12}(-[a-z0-9_-]{1,32})?\.txt$")
+DAY = 24 * 3600.0
+NOW = 1_800_000_000.0  # a fixed "now" for the retention tests
+
+
+def test_write_is_complete_and_private(tmp_path: Path) -> None:
+    store = DirectorySpillStore(tmp_path / "spill")
+    text = "line 1\nCJK 日本語 🎉\n" * 1000
+    location = store.write(text, label="bash")
+    path = Path(location)
+    assert path.is_absolute() and path.parent == tmp_path / "spill"
+    assert NAME.match(path.name) and path.name.endswith("-bash.txt")
+    assert path.read_bytes() == text.encode("utf-8")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "spill").stat().st_mode) == 0o700
+    assert list((tmp_path / "spill").iterdir()) == [path]  # no temporary file left
+
+
+def test_large_write_in_pieces(tmp_path: Path) -> None:
+    text = "é" * (3 * (1 << 20) + 17)  # over three write pieces, non-ASCII
+    location = DirectorySpillStore(tmp_path, fsync=True).write(text)
+    assert Path(location).read_text(encoding="utf-8") == text
+
+
+@pytest.mark.parametrize(
+    ("label", "suffix"),
+    [
+        ("../../etc/passwd", "-etc-passwd.txt"),
+        ("a/b\\c d", "-a-b-c-d.txt"),
+        ("call_4f9a:read_file", "-call_4f9a-read_file.txt"),
+        ("\x00\n..", ".txt"),
+        ("Grüße 🎉", "-gr-e.txt"),
+        ("x" * 500, "-" + "x" * 32 + ".txt"),
+        (None, ".txt"),
+        ("", ".txt"),
+    ],
+)
+def test_names_are_safe_whatever_the_label(tmp_path: Path, label: str | None, suffix: str) -> None:
+    location = DirectorySpillStore(tmp_path).write("x", label=label)
+    name = Path(location).name
+    assert Path(location).parent == tmp_path
+    assert NAME.match(name), name
+    assert name.endswith(suffix)
+    assert name[: -len(suffix)].count("-") == 1  # timestamp-token, then the label
+
+
+def test_names_are_unique_across_threads(tmp_path: Path) -> None:
+    store = DirectorySpillStore(tmp_path)
+    locations: list[str] = []
+    lock = threading.Lock()
+
+    def worker(n: int) -> None:
+        for i in range(25):
+            location = store.write(f"{n}-{i}", label="tool")
+            with lock:
+                locations.append(location)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(set(locations)) == 200
+    assert sorted(Path(p).read_text() for p in locations) == sorted(
+        f"{n}-{i}" for n in range(8) for i in range(25)
+    )
+
+
+def test_failed_write_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = DirectorySpillStore(tmp_path)
+
+    def full_disk(src: object, dst: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with monkeypatch.context() as patch, pytest.raises(OSError) as caught:
+        patch.setattr(os, "replace", full_disk)
+        store.write("the full output")
+    assert caught.value.errno == errno.ENOSPC
+    assert list(tmp_path.iterdir()) == []  # neither the file nor its temporary
+
+
+def test_directory_that_cannot_be_created(tmp_path: Path) -> None:
+    blocker = tmp_path / "file.txt"
+    blocker.write_text("x")
+    store = DirectorySpillStore(blocker / "sub")  # constructing never fails
+    with pytest.raises(NotADirectoryError):
+        store.write("text")
+
+
+def test_store_is_a_spill_store(tmp_path: Path) -> None:
+    assert isinstance(DirectorySpillStore(tmp_path), SpillStore)
+
+    class Custom:
+        def write(self, text: str, *, label: str | None = None) -> str:
+            return "custom://1"
+
+    assert isinstance(Custom(), SpillStore)
+
+
+# --- retention --------------------------------------------------------------------------
+
+
+def plant(directory: Path, age_days: float, size: int, label: str = "t") -> Path:
+    path = directory / spill_file_name(label, now=NOW - age_days * DAY)
+    path.write_bytes(b"x" * size)
+    return path
+
+
+def test_cleanup_by_age(tmp_path: Path) -> None:
+    old = plant(tmp_path, 8, 10)
+    fresh = plant(tmp_path, 6, 10)
+    store = DirectorySpillStore(tmp_path, max_age_seconds=7 * DAY, max_total_bytes=None)
+    assert store.cleanup(now=NOW) == CleanupReport(1, 10, 1, 10)
+    assert not old.exists() and fresh.exists()
+
+
+def test_cleanup_by_total_size_removes_oldest_first(tmp_path: Path) -> None:
+    files = [plant(tmp_path, age, 100) for age in (5, 4, 3, 2, 1)]
+    store = DirectorySpillStore(tmp_path, max_age_seconds=None, max_total_bytes=250)
+    assert store.cleanup(now=NOW) == CleanupReport(3, 300, 2, 200)
+    assert [f.exists() for f in files] == [False, False, False, True, True]
+
+
+def test_cleanup_keeps_the_newest_even_over_the_size_limit(tmp_path: Path) -> None:
+    newest = plant(tmp_path, 0, 1000)
+    store = DirectorySpillStore(tmp_path, max_age_seconds=None, max_total_bytes=10)
+    assert store.cleanup(now=NOW) == CleanupReport(0, 0, 1, 1000)
+    assert newest.exists()
+
+
+def test_cleanup_never_touches_other_files(tmp_path: Path) -> None:
+    foreign = [tmp_path / "notes.txt", tmp_path / "20000101T000000000000Z-nothex.txt"]
+    for path in foreign:
+        path.write_text("mine")
+    (tmp_path / "subdir").mkdir()
+    plant(tmp_path, 30, 10)
+    store = DirectorySpillStore(tmp_path, max_age_seconds=DAY, max_total_bytes=0)
+    assert store.cleanup(now=NOW).removed_files == 1
+    assert all(path.exists() for path in foreign) and (tmp_path / "subdir").is_dir()
+
+
+def test_cleanup_removes_stale_temporary_files(tmp_path: Path) -> None:
+    stale = tmp_path / (".tmp-" + spill_file_name("t", now=NOW - 10 * DAY))
+    live = tmp_path / (".tmp-" + spill_file_name("t", now=NOW))
+    stale.write_text("crashed writer")
+    live.write_text("being written")
+    DirectorySpillStore(tmp_path).cleanup(now=NOW)
+    assert not stale.exists() and live.exists()
+
+
+def test_cleanup_of_a_missing_directory(tmp_path: Path) -> None:
+    assert DirectorySpillStore(tmp_path / "never").cleanup() == CleanupReport(0, 0, 0, 0)
+
+
+def test_write_cleans_up_opportunistically(tmp_path: Path) -> None:
+    ancient = tmp_path / spill_file_name("old", now=1_000_000_000.0)  # 2001
+    ancient.write_text("old")
+    store = DirectorySpillStore(tmp_path)
+    store.write("new")
+    assert not ancient.exists()
+    ancient.write_text("old again")
+    store.write("newer")  # within a minute of the last clean-up: not run again
+    assert ancient.exists()
+
+
+def test_cleanup_failure_never_fails_the_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = DirectorySpillStore(tmp_path)
+
+    def broken(*, now: float | None = None) -> CleanupReport:
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(DirectorySpillStore, "cleanup", lambda self, now=None: broken(now=now))
+    assert Path(store.write("still written")).read_text() == "still written"
+
+
+# --- default directory -----------------------------------------------------------------
+
+
+def test_default_dir_precedence(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("CTXBUDGET_SPILL_DIR", str(tmp_path / "explicit"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_spill_dir() == tmp_path / "explicit"
+    monkeypatch.delenv("CTXBUDGET_SPILL_DIR")
+    assert default_spill_dir() == tmp_path / "xdg" / "ctxbudget" / "spill"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert default_spill_dir() == tmp_path / "home" / ".cache" / "ctxbudget" / "spill"
+    assert DirectorySpillStore().directory == tmp_path / "home" / ".cache" / "ctxbudget" / "spill"
+
+
+def test_default_store_is_shared(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(spill_module, "_default_store", None)
+    monkeypatch.setenv("CTXBUDGET_SPILL_DIR", str(tmp_path))
+    first = spill_module.default_spill_store()
+    assert first is spill_module.default_spill_store()
+    assert first.directory == tmp_path
+
+
+# --- fsspec ----------------------------------------------------------------------------
+
+
+def test_fsspec_memory_store() -> None:
+    fsspec = pytest.importorskip("fsspec")
+    store = FsspecSpillStore("memory://ctxbudget-tests/spill")
+    location = store.write("full text ✓", label="../grep")
+    assert location.startswith("memory://") and "/ctxbudget-tests/spill/" in location
+    assert NAME.match(location.rsplit("/", 1)[1])
+    fs = fsspec.filesystem("memory")
+    assert fs.cat_file(location) == "full text ✓".encode()
+    fs.rm("/ctxbudget-tests", recursive=True)
+
+
+def test_fsspec_local_store_and_cleanup(tmp_path: Path) -> None:
+    pytest.importorskip("fsspec")
+    store = FsspecSpillStore(str(tmp_path / "remote"), max_age_seconds=DAY)
+    location = store.write("kept")
+    assert Path(location.removeprefix("file://")).read_text() == "kept"
+    now = time.time()
+    old = tmp_path / "remote" / spill_file_name("old", now=now - 3 * DAY)
+    old.write_bytes(b"x" * 7)
+    (tmp_path / "remote" / "foreign.txt").write_text("not ours")
+    report = store.cleanup(now=now)
+    assert (report.removed_files, report.removed_bytes, report.kept_files) == (1, 7, 1)
+    assert not old.exists() and (tmp_path / "remote" / "foreign.txt").exists()
+
+
+def test_fsspec_backend_error_is_raised_and_nothing_is_left() -> None:
+    fsspec = pytest.importorskip("fsspec")
+    fs = fsspec.filesystem("memory")
+
+    class FailingFs(type(fs)):  # type: ignore[misc]
+        def pipe_file(self, path: str, value: bytes, **kwargs: object) -> None:
+            super().pipe_file(path, value[:2])  # a half-written object, then the failure
+            raise OSError(errno.EIO, "backend unavailable")
+
+    failing = FailingFs()
+    store = FsspecSpillStore("/ctxbudget-failing", fs=failing)
+    with pytest.raises(OSError, match="backend unavailable"):
+        store.write("text")
+    assert failing.ls("/ctxbudget-failing") == []
+
+
+def test_fsspec_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "fsspec.core", None)
+    with pytest.raises(ModuleNotFoundError, match="pip install fsspec"):
+        FsspecSpillStore("memory://x")
+
+
+def test_spill_dir_of_env_is_not_created_until_written(tmp_path: Path) -> None:
+    store = DirectorySpillStore(tmp_path / "lazy")
+    assert not (tmp_path / "lazy").exists()
+    store.write("x")
+    assert os.path.isdir(tmp_path / "lazy")

@@ -1,0 +1,369 @@
+"""truncate_output: head + tail preview within budget, honest hint whether the spill worked.
+
+The wording the model sees is asserted exactly: on success it names the file; on every kind
+of failed write it names no path and never says "saved".
+"""
+
+from __future__ import annotations
+
+import errno
+import re
+import sys
+import tracemalloc
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctxbudget import estimate_tokens
+from ctxbudget import spill as spill_module
+from ctxbudget.spill import DirectorySpillStore
+from ctxbudget.truncate import TruncatedResult, truncate_output
+
+MARKER = re.compile(r"^\[\.\.\. .* omitted \(.*\) \.\.\.\]$", re.MULTILINE)
+
+
+def numbered_log(lines: int) -> str:
+    return "".join(
+        f"2024-05-01 12:00:{i % 60:02d} INFO worker[{i}] step {i} ok\n" for i in range(lines)
+    )
+
+
+def split_result(result: TruncatedResult) -> tuple[str, str, str, str]:
+    """(head, marker, tail, hint) of a truncated result."""
+    match = MARKER.search(result.text)
+    assert match is not None, result.text
+    head = result.text[: match.start()]
+    rest = result.text[match.end() + 1 :]
+    body, _, hint = rest.rpartition("\n[Output truncated: ")
+    return head, match.group(0), body, "[Output truncated: " + hint
+
+
+class RecordingStore:
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def write(self, text: str, *, label: str | None = None) -> str:
+        self.texts.append(text)
+        return f"mem://spill/{len(self.texts)}.txt"
+
+
+class FailingStore:
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+    def write(self, text: str, *, label: str | None = None) -> str:
+        raise self.error
+
+
+# --- the exact wording --------------------------------------------------------------------
+
+TEXT = numbered_log(2000)
+TOTAL = estimate_tokens(TEXT)
+HEAD = (
+    f"[Output truncated: the full output is 2,000 lines, about {TOTAL:,} tokens; "
+    "only its start and end are shown.\n"
+)
+RERUN = (
+    "To see it, re-run the command with narrower output (filter it, for example with grep, "
+    "or ask for a range of lines or fewer results).]"
+)
+
+
+def saved_hint(location: str) -> str:
+    return (
+        f"{HEAD}The full output was saved to: {location}\n"
+        "To see the omitted lines, read that file in parts (a range of lines at a time) or "
+        "search it with grep; do not read it whole.]"
+    )
+
+
+def failed_hint(reason: str) -> str:
+    return (
+        f"{HEAD}The full output could not be stored ({reason}), so the omitted part is not "
+        f"available.\n{RERUN}"
+    )
+
+
+def test_success_names_the_file_and_how_to_read_it(tmp_path: Path) -> None:
+    store = DirectorySpillStore(tmp_path / "spill")
+    result = truncate_output(TEXT, max_tokens=500, spill=store, label="bash")
+    assert result.truncated
+    assert result.spill_error is None
+    assert result.spill_path is not None
+    assert Path(result.spill_path).parent == tmp_path / "spill"
+    assert Path(result.spill_path).read_text(encoding="utf-8") == TEXT
+    assert split_result(result)[3] == saved_hint(result.spill_path)
+
+
+FAILURES = [
+    pytest.param(
+        OSError(errno.ENOSPC, "No space left on device", "/var/spill/x.txt"),
+        "No space left on device",
+        id="disk-full",
+    ),
+    pytest.param(
+        PermissionError(errno.EACCES, "Permission denied", "/readonly/spill/x.txt"),
+        "Permission denied",
+        id="read-only",
+    ),
+    pytest.param(
+        RuntimeError("upload to s3://bucket/spill/x.txt failed"), "RuntimeError", id="backend"
+    ),
+    pytest.param(TimeoutError("connect to 10.0.0.5 timed out"), "TimeoutError", id="timeout"),
+]
+
+
+@pytest.mark.parametrize(("error", "reason"), FAILURES)
+def test_failed_write_has_no_path_and_no_saved_wording(error: BaseException, reason: str) -> None:
+    result = truncate_output(TEXT, max_tokens=500, spill=FailingStore(error))
+    assert result.truncated
+    assert result.spill_path is None
+    assert result.spill_error is not None and type(error).__name__ in result.spill_error
+    head, _, tail, hint = split_result(result)
+    assert hint == failed_hint(reason)
+    lowered = result.text.lower()
+    assert "save" not in lowered
+    for fragment in ("/var/spill", "/readonly", "s3://", "x.txt", "10.0.0.5", "spill/"):
+        assert fragment not in result.text
+    assert TEXT.startswith(head) and TEXT.endswith(tail)
+
+
+def test_directory_that_cannot_be_created(tmp_path: Path) -> None:
+    blocker = tmp_path / "file.txt"
+    blocker.write_text("a regular file, not a directory")
+    store = DirectorySpillStore(blocker / "sub")
+    result = truncate_output(TEXT, max_tokens=500, spill=store)
+    assert result.spill_path is None
+    assert result.spill_error is not None and "NotADirectoryError" in result.spill_error
+    assert split_result(result)[3] == failed_hint("Not a directory")
+    assert str(tmp_path) not in result.text
+    assert "save" not in result.text.lower()
+
+
+def test_store_returning_no_location_counts_as_failed() -> None:
+    class Broken:
+        def write(self, text: str, *, label: str | None = None) -> str:
+            return ""
+
+    result = truncate_output(TEXT, max_tokens=500, spill=Broken())
+    assert result.spill_path is None
+    assert split_result(result)[3] == failed_hint("TypeError")
+
+
+def test_failed_write_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+    error = OSError(errno.ENOSPC, "No space left on device", "/var/spill/x.txt")
+    with caplog.at_level("WARNING", logger="ctxbudget.truncate"):
+        truncate_output(TEXT, max_tokens=500, spill=FailingStore(error))
+    assert "could not spill" in caplog.text
+    assert "/var/spill/x.txt" in caplog.text  # the log has the details, the model does not
+
+
+def test_spill_disabled() -> None:
+    result = truncate_output(TEXT, max_tokens=500, spill=False)
+    assert (result.spill_path, result.spill_error) == (None, None)
+    assert split_result(result)[3] == f"{HEAD}The omitted part was not kept.\n{RERUN}"
+
+
+def test_default_store_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(spill_module, "_default_store", DirectorySpillStore(tmp_path))
+    result = truncate_output(TEXT, max_tokens=500)
+    assert result.spill_path is not None
+    assert Path(result.spill_path).parent == tmp_path
+
+
+# --- the preview -------------------------------------------------------------------------
+
+
+def test_under_the_limit_is_unchanged_and_not_spilled() -> None:
+    store = RecordingStore()
+    text = numbered_log(20)
+    tokens = estimate_tokens(text)
+    result = truncate_output(text, max_tokens=tokens, spill=store)
+    assert result == TruncatedResult(text, False, tokens, tokens)
+    assert store.texts == []
+    assert truncate_output(text, max_tokens=tokens - 1, spill=store).truncated
+
+
+def test_marker_counts_lines_and_tokens() -> None:
+    store = RecordingStore()
+    result = truncate_output(TEXT, max_tokens=600, spill=store)
+    head, marker, tail, _ = split_result(result)
+    head_lines, tail_lines = head.count("\n"), tail.count("\n")
+    assert head_lines > 0 and tail_lines > head_lines  # head_ratio 0.2: tail larger
+    omitted = 2000 - head_lines - tail_lines
+    assert result.omitted_lines == omitted
+    assert marker == (
+        f"[... {omitted:,} lines omitted (lines {head_lines + 1:,}-{head_lines + omitted:,}, "
+        f"about {result.omitted_tokens:,} tokens) ...]"
+    )
+    assert abs(result.omitted_tokens - estimate_tokens(TEXT[len(head) : -len(tail)])) < 0.02 * TOTAL
+    assert result.kept_tokens == estimate_tokens(result.text) <= 600
+    assert result.original_tokens == TOTAL
+    assert store.texts == [TEXT]
+
+
+@pytest.mark.parametrize("max_tokens", [150, 200, 400, 1000, 5000])
+@pytest.mark.parametrize("head_ratio", [0.0, 0.2, 0.5, 1.0])
+def test_fits_the_budget(max_tokens: int, head_ratio: float) -> None:
+    result = truncate_output(TEXT, max_tokens=max_tokens, spill=False, head_ratio=head_ratio)
+    assert result.kept_tokens == estimate_tokens(result.text) <= max_tokens
+    head, _, tail, _ = split_result(result)
+    assert TEXT.startswith(head) and TEXT.endswith(tail)
+    if head_ratio == 0.0:
+        assert head == ""
+    if max_tokens >= 1000:
+        assert head or head_ratio == 0.0
+        assert tail or head_ratio == 1.0
+        # the budget is used, not wasted: within 10% of it
+        assert result.kept_tokens >= 0.9 * max_tokens
+
+
+def test_budget_too_small_for_a_preview_keeps_the_notice() -> None:
+    result = truncate_output(TEXT, max_tokens=10, spill=False)
+    assert result.text.startswith("[... 2,000 lines omitted (lines 1-2,000,")
+    assert result.kept_tokens > 10  # documented: the notice alone is over such a budget
+
+
+def test_one_huge_line_is_cut_mid_line() -> None:
+    text = '{"items": [' + ", ".join(f'{{"id": {i}, "name": "item {i}"}}' for i in range(20000))
+    text += "]}"
+    result = truncate_output(text, max_tokens=400, spill=False)
+    head, marker, tail, _ = split_result(result)
+    assert marker.startswith("[... ") and "characters omitted (from line 1 to line 1" in marker
+    assert text.startswith(head.rstrip("\n")) and text.endswith(tail.rstrip("\n"))
+    assert head and tail
+    assert result.kept_tokens <= 400
+    assert result.omitted_lines == 1
+
+
+def test_head_line_too_long_falls_back_to_a_cut_inside_it() -> None:
+    text = "x" * 200_000 + "\n" + numbered_log(3000)
+    result = truncate_output(text, max_tokens=1000, spill=False)
+    head, marker, tail, _ = split_result(result)
+    assert head.startswith("xxxx") and "\n" not in head.rstrip("\n")
+    assert "characters omitted (from line 1 to line " in marker
+    assert text.endswith(tail)
+
+
+def test_crlf_and_no_trailing_newline() -> None:
+    text = "".join(f"row {i}\r\n" for i in range(5000)) + "last row without newline"
+    result = truncate_output(text, max_tokens=300, spill=False)
+    head, _, tail, _ = split_result(result)
+    assert head.endswith("\r\n") and text.startswith(head)
+    assert text.endswith(tail[:-1])  # the last line gets a newline before the hint
+    assert tail.endswith("last row without newline\n")
+    shown = head.count("\n") + tail.count("\n")
+    assert result.omitted_lines == 5001 - shown
+    assert "the full output is 5,001 lines" in result.text
+
+
+def test_cjk_and_emoji_text() -> None:
+    text = "".join(f"第{i}行、日本語のテキストと絵文字🎉です。\n" for i in range(5000))
+    result = truncate_output(text, max_tokens=800, spill=False)
+    head, _, tail, _ = split_result(result)
+    assert text.startswith(head) and text.endswith(tail)
+    assert result.kept_tokens <= 800
+
+
+def test_model_and_encoding() -> None:
+    by_model = truncate_output(TEXT, max_tokens=500, spill=False, model="gpt-4-turbo")
+    assert by_model.original_tokens == estimate_tokens(TEXT, "cl100k")
+    unknown = truncate_output(TEXT, max_tokens=500, spill=False, model="some-unknown-model")
+    assert unknown.original_tokens == estimate_tokens(TEXT, "conservative")
+    assert unknown.kept_tokens <= 500
+    conservative = truncate_output(TEXT, max_tokens=500, spill=False, encoding="conservative")
+    assert conservative.original_tokens == estimate_tokens(TEXT, "conservative")
+    with pytest.raises(ValueError):
+        truncate_output(TEXT, max_tokens=500, spill=False, encoding="no-such-encoding")
+
+
+def test_bad_arguments() -> None:
+    with pytest.raises(ValueError, match="max_tokens"):
+        truncate_output("x", max_tokens=0)
+    with pytest.raises(ValueError, match="max_tokens"):
+        truncate_output("x", max_tokens=True)
+    with pytest.raises(ValueError, match="head_ratio"):
+        truncate_output("x", max_tokens=10, head_ratio=1.5)
+    with pytest.raises(TypeError):
+        truncate_output(b"bytes", max_tokens=10)  # type: ignore[arg-type]
+    with pytest.raises(ValueError):  # UnicodeEncodeError: a lone surrogate is not text
+        truncate_output("a\udc80b" * 1000, max_tokens=10, spill=False)
+
+
+def test_peak_memory_under_three_times_the_input() -> None:
+    text = numbered_log(60_000)  # ~3.4 MB
+    size = sys.getsizeof(text)
+    tracemalloc.start()
+    try:
+        truncate_output(text, max_tokens=20_000, spill=False)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 3 * size, (peak, size)
+
+
+# --- properties against a line-by-line reference -----------------------------------------
+
+
+def lines_of(text: str) -> list[str]:
+    """Reference: lines split on "\\n" only (``str.splitlines`` also splits on \\x1e, ...)."""
+    pieces = [piece + "\n" for piece in text.split("\n")]
+    pieces[-1] = pieces[-1][:-1]
+    return pieces if pieces[-1] else pieces[:-1]
+
+
+line_text = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="\n\r"), max_size=80)
+some_lines = st.one_of(
+    line_text,
+    st.builds(lambda line, times: line * times, line_text, st.integers(1, 300)),  # long lines
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    lines=st.lists(some_lines, min_size=1, max_size=300),
+    trailing_newline=st.booleans(),
+    budget_share=st.floats(min_value=0.01, max_value=1.2),
+    head_ratio=st.floats(min_value=0.0, max_value=1.0),
+)
+def test_preview_matches_a_line_by_line_reference(
+    lines: list[str], trailing_newline: bool, budget_share: float, head_ratio: float
+) -> None:
+    text = "\n".join(lines) + ("\n" if trailing_newline else "")
+    total = estimate_tokens(text)
+    max_tokens = max(1, int(total * budget_share))
+    result = truncate_output(text, max_tokens=max_tokens, spill=False, head_ratio=head_ratio)
+    assert result.original_tokens == total
+    assert result.kept_tokens == estimate_tokens(result.text)
+    if not result.truncated:
+        assert result.text == text and total <= max_tokens
+        return
+    assert total > max_tokens
+    if max_tokens >= 200:
+        assert result.kept_tokens <= max_tokens
+    head, marker, tail, _ = split_result(result)
+    all_lines = lines_of(text)
+    # the preview adds a newline after a head or tail that does not end with one
+    head_body = head if text.startswith(head) else head[:-1]
+    tail_body = tail if text.endswith("\n") or not tail else tail[:-1]
+    assert text.startswith(head_body) and text.endswith(tail_body)
+    if "lines omitted" in marker or "line omitted" in marker:
+        head_n = len(lines_of(head_body))
+        tail_n = len(lines_of(tail_body))
+        assert "".join(all_lines[:head_n]) == head_body
+        assert "".join(all_lines[len(all_lines) - tail_n :]) == tail_body
+        assert result.omitted_lines == len(all_lines) - head_n - tail_n
+        first, last = head_n + 1, len(all_lines) - tail_n
+        span = f"line {first:,}" if first == last else f"lines {first:,}-{last:,}"
+        noun = "line" if result.omitted_lines == 1 else "lines"
+        assert f"[... {result.omitted_lines:,} {noun} omitted ({span}, " in marker
+    else:
+        omitted = text[len(head_body) : len(text) - len(tail_body)]
+        first = text.count("\n", 0, len(head_body)) + 1
+        last = text.count("\n", 0, len(text) - len(tail_body) - 1) + 1
+        assert marker.startswith(
+            f"[... {len(omitted):,} characters omitted (from line {first:,} to line {last:,}, "
+        )
+        assert result.omitted_lines == last - first + 1
