@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
+from ctxbudget.budget import BudgetViolation, ContextWindowBudget
+from ctxbudget.calibration import CalibratedEstimate, CalibrationTracker
 from ctxbudget.counting import (
     Accuracy,
     TokenCount,
@@ -29,8 +31,17 @@ from ctxbudget.errors import (
     DocumentsExtraMissingError,
     FileTooLargeError,
 )
+from ctxbudget.messages import (
+    MessageFormatError,
+    convert_messages,
+    convert_tools,
+    detect_format,
+    validate_messages,
+)
+from ctxbudget.models import ModelInfo, model_info, register_model
 from ctxbudget.overflow import OverflowInfo, classify_overflow
 from ctxbudget.pairing import EventKind, PairingViolation, validate_pairing
+from ctxbudget.request import RequestEstimate, RequestEstimator, estimate_request
 from ctxbudget.selection import Selection, select_largest
 from ctxbudget.tokens import DEFAULT_ENCODING, ENCODINGS, estimate_batch, estimate_tokens
 from ctxbudget.tool_output import (
@@ -57,16 +68,24 @@ __all__ = [
     "ENCODINGS",
     "Accuracy",
     "BinaryContentError",
+    "BudgetViolation",
+    "CalibratedEstimate",
+    "CalibrationTracker",
     "ContextBudgetError",
     "ContextOverflowError",
+    "ContextWindowBudget",
     "ContextWindowError",
     "DirectorySpillStore",
     "DocumentConversionError",
     "DocumentsExtraMissingError",
     "EventKind",
     "FileTooLargeError",
+    "MessageFormatError",
+    "ModelInfo",
     "OverflowInfo",
     "PairingViolation",
+    "RequestEstimate",
+    "RequestEstimator",
     "Selection",
     "SpillStore",
     "TokenCount",
@@ -75,16 +94,23 @@ __all__ = [
     "__version__",
     "check_text",
     "classify_overflow",
+    "convert_messages",
+    "convert_tools",
     "count_tokens",
     "counter_for",
+    "detect_format",
     "detect_type",
     "encoding_for_model",
     "estimate_batch",
+    "estimate_request",
     "estimate_tokens",
+    "model_info",
     "read_document",
     "read_tool_file",
+    "register_model",
     "select_largest",
     "truncate_output",
+    "validate_messages",
     "validate_pairing",
     "validate_text",
 ]

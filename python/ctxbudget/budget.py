@@ -1,0 +1,310 @@
+"""The context-window budget: does a request fit, is compaction due, and if not, why not.
+
+A request needs ``input + reserve <= window``. The reserve (room kept for the model's answer):
+
+1. ``reserved_output`` given to the budget, else the request's ``max_tokens``, else the
+   model's maximum output (registry), else 16k;
+2. plus a 20k ``margin`` (for estimation error and the provider's own additions);
+3. capped at ``max_reserve_fraction`` (25%) of the window.
+
+The boundary is exact: a request that fills the budget exactly :meth:`~ContextWindowBudget.fits`,
+one token more does not. Compaction is due from the same point on
+(:meth:`~ContextWindowBudget.needs_compaction`: ``input + reserve >= window``): the exactly
+full request may still be sent, but the next one will not fit.
+
+>>> budget = ContextWindowBudget(128_000, 8_000)
+>>> budget.reserve()
+28000
+>>> budget.fits(100_000), budget.fits(100_001)
+(True, False)
+>>> budget.needs_compaction(99_999), budget.needs_compaction(100_000)
+(False, True)
+>>> print(budget.check(127_000))  # doctest: +NORMALIZE_WHITESPACE
+conversation: input 127,000 + reserve 28,000 = 155,000 tokens, over the 128,000 window by
+27,000 (system 0, tools 0, conversation 127,000, framing 0)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from ctxbudget.errors import ContextBudgetError
+from ctxbudget.models import ModelRegistry, model_info
+from ctxbudget.request import Accuracy, RequestEstimate
+
+__all__ = [
+    "DEFAULT_MARGIN",
+    "DEFAULT_OUTPUT_RESERVE",
+    "BudgetComponent",
+    "BudgetViolation",
+    "ContextWindowBudget",
+]
+
+#: Output reserved when neither the request nor the model says (SPEC B2).
+DEFAULT_OUTPUT_RESERVE = 16_384
+#: Tokens added to the reserve for estimation error.
+DEFAULT_MARGIN = 20_000
+
+BudgetComponent = Literal["system", "tools", "conversation", "reserved_output"]
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetViolation:
+    """Why a request does not fit, with the numbers.
+
+    Attributes:
+        component: What is at fault: ``reserved_output`` (the reserve alone fills the window),
+            ``system`` (the system prompt alone does not fit beside the reserve), ``tools``
+            (the tool schemas do not fit beside the system prompt and the reserve), or
+            ``conversation`` (the messages: compact or prune them).
+        window: The context window.
+        reserve: The output reserve (margin included, capped).
+        input_tokens: The request's input estimate.
+        over_by: ``input_tokens + reserve - window`` (> 0).
+        system: System prompt tokens.
+        tools: Tool schema tokens.
+        conversation: Conversation tokens.
+        framing: Template framing tokens.
+        input_fits: The input alone fits the window: lowering the output reserve by
+            ``over_by`` would also make the request fit.
+        exact: The input count is exact.
+    """
+
+    component: BudgetComponent
+    window: int
+    reserve: int
+    input_tokens: int
+    over_by: int
+    system: int = 0
+    tools: int = 0
+    conversation: int = 0
+    framing: int = 0
+    input_fits: bool = False
+    exact: bool = False
+
+    @property
+    def requested_tokens(self) -> int:
+        """Input plus reserve: what was compared with the window."""
+        return self.input_tokens + self.reserve
+
+    def __str__(self) -> str:
+        return (
+            f"{self.component}: input {self.input_tokens:,} + reserve {self.reserve:,} = "
+            f"{self.requested_tokens:,} tokens, over the {self.window:,} window by "
+            f"{self.over_by:,} (system {self.system:,}, tools {self.tools:,}, conversation "
+            f"{self.conversation:,}, framing {self.framing:,})"
+        )
+
+
+class ContextWindowBudget:
+    """A model's context window, the output reserve rule, and the checks on a request.
+
+    Args:
+        window: Context window in tokens.
+        reserved_output: Output to reserve; ``None`` uses the request's ``max_tokens``, else
+            ``max_output``, else ``default_output``.
+        margin: Added to the reserve (default 20k).
+        max_reserve_fraction: Cap on the reserve as a fraction of the window (default 0.25;
+            ``None`` for no cap).
+        max_output: The model's maximum output, if known.
+        default_output: Reserve when nothing else says (default 16k).
+        model: Model name, for messages and errors.
+
+    Raises:
+        ValueError: A window that is not positive, or a negative reserve or margin.
+    """
+
+    __slots__ = (
+        "default_output",
+        "margin",
+        "max_output",
+        "max_reserve_fraction",
+        "model",
+        "reserved_output",
+        "window",
+    )
+
+    def __init__(
+        self,
+        window: int,
+        reserved_output: int | None = None,
+        *,
+        margin: int = DEFAULT_MARGIN,
+        max_reserve_fraction: float | None = 0.25,
+        max_output: int | None = None,
+        default_output: int = DEFAULT_OUTPUT_RESERVE,
+        model: str | None = None,
+    ) -> None:
+        if window <= 0:
+            raise ValueError(f"window must be positive, got {window}")
+        for name, value in (
+            ("reserved_output", reserved_output),
+            ("margin", margin),
+            ("max_output", max_output),
+            ("default_output", default_output),
+        ):
+            if value is not None and value < 0:
+                raise ValueError(f"{name} must not be negative, got {value}")
+        if max_reserve_fraction is not None and not 0 <= max_reserve_fraction <= 1:
+            raise ValueError("max_reserve_fraction must be within [0, 1]")
+        self.window = window
+        self.reserved_output = reserved_output
+        self.margin = margin
+        self.max_reserve_fraction = max_reserve_fraction
+        self.max_output = max_output
+        self.default_output = default_output
+        self.model = model
+
+    @classmethod
+    def for_model(
+        cls,
+        model: str,
+        *,
+        window: int | None = None,
+        max_output: int | None = None,
+        registry: ModelRegistry | None = None,
+        **kwargs: object,
+    ) -> ContextWindowBudget:
+        """A budget from the model registry, with the caller's overrides.
+
+        Raises:
+            KeyError: The model is not registered and no ``window`` was given.
+
+        >>> b = ContextWindowBudget.for_model("claude-sonnet-4-5")
+        >>> b.window, b.reserve()
+        (200000, 50000)
+        """
+        info = model_info(model, registry=registry)
+        if window is None:
+            if info is None:
+                raise KeyError(f"unknown model {model!r}: pass window= or register it")
+            window = info.window
+        if max_output is None and info is not None:
+            max_output = info.max_output
+        return cls(window, max_output=max_output, model=model, **kwargs)  # type: ignore[arg-type]
+
+    # -- the reserve rule
+
+    def reserve(self, max_tokens: int | None = None) -> int:
+        """Tokens kept for the answer: base (see class doc) + margin, capped.
+
+        Args:
+            max_tokens: The request's output cap, used when the budget has no fixed
+                ``reserved_output``.
+        """
+        if self.reserved_output is not None:
+            base = self.reserved_output
+        elif max_tokens is not None:
+            base = max_tokens
+        elif self.max_output is not None:
+            base = self.max_output
+        else:
+            base = self.default_output
+        reserve = base + self.margin
+        if self.max_reserve_fraction is not None:
+            reserve = min(reserve, int(self.window * self.max_reserve_fraction))
+        return reserve
+
+    def available(self, max_tokens: int | None = None) -> int:
+        """Input tokens a request may have: ``window - reserve``."""
+        return self.window - self.reserve(max_tokens)
+
+    # -- checks
+
+    @staticmethod
+    def _split(estimate: RequestEstimate | int) -> tuple[int, int | None]:
+        if isinstance(estimate, RequestEstimate):
+            return estimate.total, estimate.reserved_output
+        if hasattr(estimate, "total"):  # a CalibratedEstimate or similar
+            raw = getattr(estimate, "raw", None)
+            return int(estimate.total), getattr(raw, "reserved_output", None)
+        return int(estimate), None
+
+    def fits(self, estimate: RequestEstimate | int, *, max_tokens: int | None = None) -> bool:
+        """``input + reserve <= window``: exactly full fits, one token more does not.
+
+        Args:
+            estimate: A :class:`~ctxbudget.request.RequestEstimate` (its
+                ``reserved_output`` is the request's ``max_tokens``), a calibrated estimate,
+                or an input token count.
+            max_tokens: The request's output cap, when ``estimate`` does not carry one.
+        """
+        total, cap = self._split(estimate)
+        return total + self.reserve(max_tokens if max_tokens is not None else cap) <= self.window
+
+    def needs_compaction(
+        self, estimate: RequestEstimate | int, *, max_tokens: int | None = None
+    ) -> bool:
+        """``input + reserve >= window``: compact (or prune) before the next turn (SPEC B3)."""
+        total, cap = self._split(estimate)
+        return total + self.reserve(max_tokens if max_tokens is not None else cap) >= self.window
+
+    def check(
+        self, estimate: RequestEstimate | int, *, max_tokens: int | None = None
+    ) -> BudgetViolation | None:
+        """``None`` when the request fits, else a :class:`BudgetViolation` naming the culprit."""
+        total, cap = self._split(estimate)
+        reserve = self.reserve(max_tokens if max_tokens is not None else cap)
+        over = total + reserve - self.window
+        if over <= 0:
+            return None
+        system = tools = framing = 0
+        conversation = total
+        exact = False
+        if isinstance(estimate, RequestEstimate):
+            system, tools, framing = estimate.system, estimate.tools, estimate.framing
+            conversation = estimate.conversation
+            exact = estimate.accuracy is Accuracy.EXACT
+        available = self.window - reserve
+        component: BudgetComponent
+        if available <= 0:
+            component = "reserved_output"
+        elif system > available:
+            component = "system"
+        elif system + tools > available:
+            component = "tools"
+        else:
+            component = "conversation"
+        return BudgetViolation(
+            component=component,
+            window=self.window,
+            reserve=reserve,
+            input_tokens=total,
+            over_by=over,
+            system=system,
+            tools=tools,
+            conversation=conversation,
+            framing=framing,
+            input_fits=total <= self.window,
+            exact=exact,
+        )
+
+    def enforce(self, estimate: RequestEstimate | int, *, max_tokens: int | None = None) -> None:
+        """Raise :class:`~ctxbudget.errors.ContextBudgetError` unless the request fits.
+
+        >>> ContextWindowBudget(1_000, 100, margin=0).enforce(901)
+        Traceback (most recent call last):
+        ...
+        ctxbudget.errors.ContextBudgetError: request over the context budget: ...
+        """
+        violation = self.check(estimate, max_tokens=max_tokens)
+        if violation is None:
+            return
+        raise ContextBudgetError(
+            self.model,
+            self.window,
+            violation.requested_tokens,
+            str(violation),
+            input_tokens=violation.input_tokens,
+            reserved_output=violation.reserve,
+            component=violation.component,
+            exact=violation.exact,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"ContextWindowBudget(window={self.window}, reserved_output={self.reserved_output}, "
+            f"margin={self.margin}, max_reserve_fraction={self.max_reserve_fraction}, "
+            f"max_output={self.max_output}, model={self.model!r})"
+        )

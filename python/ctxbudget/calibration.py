@@ -1,0 +1,377 @@
+"""Calibration from the provider's reported usage (SPEC A6, F5).
+
+After each response the caller passes the request it sent and the usage the provider reported
+(``prompt_tokens`` / ``input_tokens``, or an :class:`~ctxbudget.overflow.OverflowInfo` whose
+stated count is an exact measurement). The next estimate is then *anchored*:
+
+    estimate = last reported count + factor x (estimate of the messages added since)
+
+``factor`` is learned robustly from the observed deltas: for each pair of consecutive
+observations of one conversation where the later request extends the earlier one, the ratio
+(reported delta / estimated delta); the tracker uses the weighted median of the recent ratios
+(weights: the estimated delta), clamped to ``[0.5, 2.0]``. When the history was not simply
+extended (compaction, an edited or removed message, other tools or system prompt), there is no
+valid anchor: the estimate falls back to the cold estimate times a second learned factor (the
+weighted median of reported / cold estimate), never to a stale anchor. Before any usage is
+seen, the cold estimate is raised by ``cold_margin`` (5%): an under-count overflows the window,
+an over-count only compacts a little early.
+
+>>> tracker = CalibrationTracker("deepseek-chat")
+>>> history = [{"role": "user", "content": "Fix the failing test."}]
+>>> first = tracker.estimate(history)
+>>> tracker.observe(history, {"prompt_tokens": 1500})
+True
+>>> history = [*history, {"role": "assistant", "content": "Looking at it."}]
+>>> est = tracker.estimate(history)
+>>> est.anchored, est.total > 1500
+(True, True)
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict, deque
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ctxbudget.request import CounterLike, RequestEstimate, RequestEstimator
+
+__all__ = [
+    "CalibratedEstimate",
+    "CalibrationState",
+    "CalibrationTracker",
+    "reported_input_tokens",
+]
+
+
+def reported_input_tokens(usage: Any) -> int | None:
+    """The input-token count in a provider's usage report (dict or SDK object).
+
+    Understands OpenAI Chat (``prompt_tokens``), OpenAI Responses and Anthropic
+    (``input_tokens``; Anthropic's cache reads and writes are added, since its
+    ``input_tokens`` leaves them out), Gemini (``prompt_token_count``), a bare ``int``, and an
+    :class:`~ctxbudget.overflow.OverflowInfo` (its exact stated input count; ``None`` when the
+    provider gave none or qualified it).
+
+    >>> reported_input_tokens({"prompt_tokens": 1200, "completion_tokens": 80})
+    1200
+    >>> reported_input_tokens({"input_tokens": 50, "cache_read_input_tokens": 1000})
+    1050
+    """
+    if usage is None:
+        return None
+    if isinstance(usage, bool):
+        raise TypeError("usage must be a count, a usage report or an OverflowInfo")
+    if isinstance(usage, int):
+        return usage
+    if hasattr(usage, "measured_input_tokens"):  # OverflowInfo (SPEC F5)
+        value = usage.measured_input_tokens
+        return int(value) if value is not None else None
+    if not isinstance(usage, Mapping):
+        if hasattr(usage, "model_dump"):
+            usage = usage.model_dump()
+        elif hasattr(usage, "__dict__"):
+            usage = vars(usage)
+        else:
+            raise TypeError(f"cannot read a usage report from {type(usage).__name__}")
+    for key in ("prompt_tokens", "prompt_token_count", "promptTokenCount"):
+        if isinstance(usage.get(key), int):
+            return int(usage[key])
+    if isinstance(usage.get("input_tokens"), int):
+        total = int(usage["input_tokens"])
+        for key in ("cache_creation_input_tokens", "cache_read_input_tokens"):
+            if isinstance(usage.get(key), int):
+                total += int(usage[key])
+        return total
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class CalibratedEstimate:
+    """An estimate corrected by what the provider reported.
+
+    Attributes:
+        total: Calibrated input tokens.
+        anchored: ``True`` when built on a reported count (last report + added messages).
+        anchor_tokens: The reported count it was built on (``None`` when not anchored).
+        added_tokens: Calibrated tokens of the messages added since the anchor.
+        factor: The correction factor applied (to the added part, or to the cold estimate).
+        raw: The uncalibrated :class:`~ctxbudget.request.RequestEstimate`.
+    """
+
+    total: int
+    anchored: bool
+    anchor_tokens: int | None
+    added_tokens: int
+    factor: float
+    raw: RequestEstimate
+
+
+@dataclass(frozen=True, slots=True)
+class CalibrationState:
+    """What a tracker has learned, for logs and dashboards.
+
+    Attributes:
+        model: The model tracked.
+        observations: Reports received (usage and overflow measurements).
+        delta_factor: Correction for added messages (weighted median of observed ratios).
+        cold_factor: Correction for whole cold estimates.
+        delta_samples: Ratios behind ``delta_factor``.
+        cold_samples: Ratios behind ``cold_factor``.
+        conversations: Conversations with a live anchor.
+        last_reported: The most recent reported count, if any.
+    """
+
+    model: str | None
+    observations: int
+    delta_factor: float
+    cold_factor: float
+    delta_samples: int
+    cold_samples: int
+    conversations: int
+    last_reported: int | None
+
+
+@dataclass(slots=True)
+class _Anchor:
+    messages: list[Any]
+    reported: int
+    per_message: tuple[int, ...]
+    system: Any
+    tools: Any
+
+
+def _weighted_median(samples: Sequence[tuple[float, float]]) -> float:
+    ordered = sorted(samples)
+    half = sum(w for _, w in ordered) / 2
+    acc = 0.0
+    for ratio, weight in ordered:
+        acc += weight
+        if acc >= half:
+            return ratio
+    return ordered[-1][0]
+
+
+class CalibrationTracker:
+    """Per-model calibration from reported usage; thread-safe.
+
+    Args:
+        model: Model name (framing profile and encoding, as in
+            :func:`~ctxbudget.request.estimate_request`).
+        encoding: Encoding override.
+        format: Message format (detected when ``None``).
+        counter: Exact text counter, as in :func:`~ctxbudget.request.estimate_request`.
+        window: How many recent ratios the factors use.
+        clamp: Bounds for both factors.
+        cold_margin: Fraction added to a cold estimate while no usage has been seen.
+        min_delta: Estimated deltas smaller than this (tokens) teach nothing.
+        max_conversations: Anchors kept (one per ``conversation`` key), least recent dropped.
+    """
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        encoding: str | None = None,
+        format: str | None = None,
+        counter: CounterLike = None,
+        window: int = 64,
+        clamp: tuple[float, float] = (0.5, 2.0),
+        cold_margin: float = 0.05,
+        min_delta: int = 16,
+        prior_weight: float = 2_000.0,
+        max_conversations: int = 64,
+    ) -> None:
+        self.model = model
+        self._estimator_args: dict[str, Any] = {
+            "encoding": encoding,
+            "format": format,
+            "counter": counter,
+        }
+        self.clamp = clamp
+        self.cold_margin = cold_margin
+        self.min_delta = min_delta
+        self.prior_weight = prior_weight
+        self._lock = threading.RLock()
+        self._delta: deque[tuple[float, float]] = deque(maxlen=window)
+        self._cold: deque[tuple[float, float]] = deque(maxlen=window)
+        self._anchors: OrderedDict[Hashable, _Anchor] = OrderedDict()
+        self._estimators: dict[Hashable, RequestEstimator] = {}
+        self._max_conversations = max_conversations
+        self._observations = 0
+        self._last_reported: int | None = None
+
+    # -- learned factors
+
+    def _clamped(self, value: float) -> float:
+        low, high = self.clamp
+        return min(high, max(low, value))
+
+    @property
+    def delta_factor(self) -> float:
+        """Correction applied to messages added since the anchor."""
+        with self._lock:
+            prior = (self._prior(), self.prior_weight)
+            return self._clamped(_weighted_median([*self._delta, prior]))
+
+    def _prior(self) -> float:
+        """Where the delta factor starts: 1.0 (the profile is fitted), or what cold ratios say."""
+        return 1.0 if not self._cold else self._clamped(_weighted_median(self._cold))
+
+    @property
+    def cold_factor(self) -> float:
+        """Correction applied to a whole cold estimate (no valid anchor)."""
+        with self._lock:
+            if self._cold:
+                return self._clamped(_weighted_median(self._cold))
+            return 1.0 + self.cold_margin
+
+    def state(self) -> CalibrationState:
+        """A snapshot of what the tracker has learned."""
+        with self._lock:
+            return CalibrationState(
+                model=self.model,
+                observations=self._observations,
+                delta_factor=self.delta_factor,
+                cold_factor=self.cold_factor,
+                delta_samples=len(self._delta),
+                cold_samples=len(self._cold),
+                conversations=len(self._anchors),
+                last_reported=self._last_reported,
+            )
+
+    def reset(self) -> None:
+        """Forget everything learned."""
+        with self._lock:
+            self._delta.clear()
+            self._cold.clear()
+            self._anchors.clear()
+            self._estimators.clear()
+            self._observations = 0
+            self._last_reported = None
+
+    # -- plumbing
+
+    def _estimator(self, conversation: Hashable) -> RequestEstimator:
+        est = self._estimators.get(conversation)
+        if est is None:
+            est = RequestEstimator(self.model, **self._estimator_args)
+            self._estimators[conversation] = est
+        return est
+
+    def _raw(
+        self,
+        conversation: Hashable,
+        messages: Sequence[Any],
+        system: Any,
+        tools: Any,
+        max_tokens: int | None,
+    ) -> RequestEstimate:
+        return self._estimator(conversation).estimate(
+            messages, system=system, tools=tools, max_tokens=max_tokens
+        )
+
+    @staticmethod
+    def _extends(anchor: _Anchor, msgs: list[Any], system: Any, tools: Any) -> bool:
+        k = len(anchor.messages)
+        if len(msgs) < k or msgs[:k] != anchor.messages:
+            return False
+        return (system is anchor.system or system == anchor.system) and (
+            tools is anchor.tools or tools == anchor.tools
+        )
+
+    # -- the two calls an agent loop makes
+
+    def estimate(
+        self,
+        messages: Sequence[Any],
+        *,
+        system: Any = None,
+        tools: Sequence[Any] | None = None,
+        max_tokens: int | None = None,
+        conversation: Hashable = None,
+    ) -> CalibratedEstimate:
+        """Estimate the next request, anchored on the last report when the history allows.
+
+        Args:
+            messages: The request's messages (any supported format).
+            system: System prompt kept outside the messages, if any.
+            tools: Tool definitions.
+            max_tokens: The request's output cap (carried into ``raw.reserved_output``).
+            conversation: Key of the conversation (for several agent loops on one model).
+        """
+        msgs = list(messages)
+        with self._lock:
+            raw = self._raw(conversation, msgs, system, tools, max_tokens)
+            anchor = self._anchors.get(conversation)
+            if anchor is not None and self._extends(anchor, msgs, system, tools):
+                added_raw = sum(raw.per_message[len(anchor.messages) :])
+                factor = self.delta_factor
+                added = round(added_raw * factor)
+                return CalibratedEstimate(
+                    anchor.reported + added, True, anchor.reported, added, factor, raw
+                )
+            factor = self.cold_factor
+            return CalibratedEstimate(round(raw.total * factor), False, None, 0, factor, raw)
+
+    def observe(
+        self,
+        messages: Sequence[Any],
+        usage: Any,
+        *,
+        system: Any = None,
+        tools: Sequence[Any] | None = None,
+        conversation: Hashable = None,
+    ) -> bool:
+        """Record what the provider reported for the request made of ``messages``.
+
+        Args:
+            messages: The messages of the request that was sent (not including the reply).
+            usage: The usage report (``response.usage`` as a dict or SDK object, or an int),
+                or an :class:`~ctxbudget.overflow.OverflowInfo` from a rejected request.
+            system: System prompt kept outside the messages, as sent.
+            tools: Tool definitions, as sent.
+            conversation: Key of the conversation.
+
+        Returns:
+            ``True`` when a count was read and recorded (``False``: the report had none).
+        """
+        reported = reported_input_tokens(usage)
+        if reported is None or reported <= 0:
+            return False
+        msgs = list(messages)
+        with self._lock:
+            raw = self._raw(conversation, msgs, system, tools, None)
+            anchor = self._anchors.get(conversation)
+            if anchor is not None and self._extends(anchor, msgs, system, tools):
+                added = sum(raw.per_message[len(anchor.messages) :])
+                delta = reported - anchor.reported
+                if added >= self.min_delta and delta > 0:
+                    self._delta.append((delta / added, float(added)))
+            if raw.total > 0:
+                self._cold.append((reported / raw.total, float(raw.total)))
+            self._anchors[conversation] = _Anchor(msgs, reported, raw.per_message, system, tools)
+            self._anchors.move_to_end(conversation)
+            while len(self._anchors) > self._max_conversations:
+                old, _ = self._anchors.popitem(last=False)
+                self._estimators.pop(old, None)
+            self._observations += 1
+            self._last_reported = reported
+            return True
+
+    def observe_overflow(
+        self,
+        messages: Sequence[Any],
+        info: Any,
+        *,
+        system: Any = None,
+        tools: Sequence[Any] | None = None,
+        conversation: Hashable = None,
+    ) -> bool:
+        """Record the exact input count an overflow error stated (SPEC F5).
+
+        ``info`` is an :class:`~ctxbudget.overflow.OverflowInfo` (or anything with
+        ``measured_input_tokens``). Returns ``False`` when it states no exact count.
+        """
+        return self.observe(messages, info, system=system, tools=tools, conversation=conversation)

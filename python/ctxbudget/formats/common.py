@@ -1,0 +1,163 @@
+"""Helpers every format reader and writer shares.
+
+:class:`_Reader` and :class:`_Writer` turn a bad field into a :class:`MessageFormatError` naming
+the message and field path; the functions below encode what several formats spell alike (data
+URLs, base64, tool-call arguments, made-up call ids, google-genai objects).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ctxbudget.formats.model import Message, MessageFormatError, Part
+
+_SYNTH_ID = "ctxb_call_"
+
+
+# --------------------------------------------------------------------------- field access
+
+
+class _Reader:
+    """Typed field access that fails with the message index and field path."""
+
+    __slots__ = ("fmt", "index")
+
+    def __init__(self, fmt: str, index: int) -> None:
+        self.fmt = fmt
+        self.index = index
+
+    def fail(self, path: str, why: str) -> MessageFormatError:
+        return MessageFormatError(why, self.index, path, self.fmt)
+
+    def mapping(self, obj: object, path: str) -> Mapping[str, Any]:
+        if not isinstance(obj, Mapping):
+            raise self.fail(path or "message", f"expected an object, got {type(obj).__name__}")
+        return obj
+
+    def str_(self, obj: Mapping[str, Any], key: str, path: str, *, required: bool = True) -> Any:
+        value = obj.get(key)
+        if value is None and not required:
+            return None
+        if not isinstance(value, str):
+            what = "missing" if key not in obj else f"expected a string, got {type(value).__name__}"
+            raise self.fail(f"{path}{key}", what)
+        return value
+
+    def list_(self, obj: object, path: str) -> list[Any]:
+        if not isinstance(obj, list | tuple):
+            raise self.fail(path, f"expected a list, got {type(obj).__name__}")
+        return list(obj)
+
+
+class _Writer:
+    """Collects what a conversion would lose; raises in strict mode."""
+
+    __slots__ = ("fmt", "index", "strict")
+
+    def __init__(self, fmt: str, strict: bool) -> None:
+        self.fmt = fmt
+        self.strict = strict
+        self.index: int | None = None
+
+    def lossy(self, path: str, why: str) -> None:
+        if self.strict:
+            raise MessageFormatError(
+                f"{why}; cannot write it as {self.fmt} without loss (strict=False drops it)",
+                self.index,
+                path,
+                self.fmt,
+            )
+
+
+def _rest(obj: Mapping[str, Any], known: Iterable[str]) -> dict[str, Any]:
+    known_set = set(known)
+    return {k: v for k, v in obj.items() if k not in known_set}
+
+
+def _same(part: Part | Message, fmt: str) -> bool:
+    return part.provider == fmt
+
+
+def _extra(part: Part | Message, fmt: str) -> dict[str, Any]:
+    """Unmodelled fields, public ones only, written back only to their own format."""
+    if part.provider != fmt:
+        return {}
+    return {k: v for k, v in part.extra.items() if not k.startswith("_")}
+
+
+def _signature(part: Part, fmt: str, w: _Writer, path: str) -> Any:
+    if part.signature is None:
+        return None
+    if part.provider == fmt:
+        return part.signature
+    w.lossy(path, f"opaque {part.provider} data (signature) is only valid for {part.provider}")
+    return None
+
+
+def _call_id(part: Part, w: _Writer) -> str:
+    return part.call_id or f"{_SYNTH_ID}{w.index}"
+
+
+# --------------------------------------------------------------------------- encodings
+
+
+def _parse_args(raw: str) -> Any:
+    try:
+        return json.loads(raw) if raw.strip() else {}
+    except ValueError:
+        return None
+
+
+def _args_string(part: Part) -> str:
+    if part.raw_arguments is not None:
+        return part.raw_arguments
+    return json.dumps(part.arguments if part.arguments is not None else {}, ensure_ascii=False)
+
+
+def _args_object(part: Part, w: _Writer, path: str) -> Any:
+    if part.arguments is not None:
+        return part.arguments
+    if part.raw_arguments is None or not part.raw_arguments.strip():
+        return {}
+    w.lossy(path, "tool-call arguments are not valid JSON and this format needs an object")
+    return {"_raw_arguments": part.raw_arguments}
+
+
+def _parse_data_url(url: str) -> tuple[str | None, str | None]:
+    """``data:image/png;base64,XXXX`` → (``image/png``, ``XXXX``)."""
+    if not url.startswith("data:"):
+        return None, None
+    head, _, payload = url.partition(",")
+    media = head[5:].split(";", 1)[0] or None
+    return media, payload if ";base64" in head else None
+
+
+def _data_url(media_type: str | None, data: str | bytes | None) -> str:
+    payload = data if isinstance(data, str) else _b64(data or b"")
+    return f"data:{media_type or 'application/octet-stream'};base64,{payload}"
+
+
+def _b64(data: bytes) -> str:
+    import base64
+
+    return base64.b64encode(data).decode("ascii")
+
+
+def _as_b64(data: str | bytes) -> str:
+    return data if isinstance(data, str) else _b64(data)
+
+
+def _parts_text(parts: Iterable[Part]) -> str:
+    return "".join(p.text for p in parts if p.kind == "text")
+
+
+def _is_genai_object(obj: object) -> bool:
+    return type(obj).__module__.startswith("google.genai") and hasattr(obj, "parts")
+
+
+def _genai_to_dict(obj: Any) -> Any:
+    if type(obj).__module__.startswith("google.genai") and hasattr(obj, "model_dump"):
+        return obj.model_dump(exclude_none=True)
+    return obj

@@ -1,0 +1,328 @@
+"""OpenAI Responses ``input`` items, read into the internal view and written back.
+
+Items ``message`` (and easy ``{"role", "content"}`` messages), ``function_call``,
+``function_call_output`` and ``reasoning``; other item types are kept whole. One assistant turn
+is several items here, so :func:`_merge_items` joins them before writing another format.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from ctxbudget.formats.common import (
+    _args_string,
+    _call_id,
+    _data_url,
+    _extra,
+    _parse_args,
+    _parse_data_url,
+    _Reader,
+    _rest,
+    _same,
+    _signature,
+    _Writer,
+)
+from ctxbudget.formats.model import Message, Part
+
+_RESP_ITEM_TYPES = frozenset(
+    {
+        "message",
+        "function_call",
+        "function_call_output",
+        "reasoning",
+        "item_reference",
+        "custom_tool_call",
+        "custom_tool_call_output",
+        "web_search_call",
+        "file_search_call",
+        "computer_call",
+        "computer_call_output",
+        "code_interpreter_call",
+        "image_generation_call",
+        "local_shell_call",
+        "local_shell_call_output",
+        "mcp_call",
+        "mcp_list_tools",
+        "mcp_approval_request",
+        "mcp_approval_response",
+        "compaction",
+    }
+)
+_RESP_PART_TYPES = frozenset(
+    {"input_text", "output_text", "input_image", "input_file", "input_audio", "refusal"}
+)
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def _resp_part(r: _Reader, raw: object, path: str) -> Part:
+    block = r.mapping(raw, path)
+    kind = block.get("type")
+    if kind in ("input_text", "output_text", "text"):
+        return Part(
+            "text",
+            text=r.str_(block, "text", f"{path}."),
+            provider="openai_responses",
+            extra=_rest(block, ("text",)),
+        )
+    if kind == "refusal":
+        return Part("text", text=r.str_(block, "refusal", f"{path}."), extra={"_refusal": True})
+    if kind == "input_image":
+        url = block.get("image_url")
+        media, data = _parse_data_url(url or "")
+        return Part(
+            "image",
+            url=url,
+            media_type=media,
+            data=data,
+            detail=block.get("detail"),
+            provider="openai_responses",
+            extra=_rest(block, ("type", "image_url", "detail")),
+        )
+    if kind == "input_file":
+        media, data = _parse_data_url(block.get("file_data") or "")
+        return Part(
+            "document",
+            media_type=media or ("application/pdf" if block.get("file_data") else None),
+            data=data if data is not None else block.get("file_data"),
+            url=block.get("file_id") or block.get("file_url"),
+            name=block.get("filename"),
+            provider="openai_responses",
+            extra=_rest(block, ("type", "file_data", "file_id", "filename")),
+        )
+    if kind == "input_audio":
+        audio = r.mapping(block.get("input_audio"), f"{path}.input_audio")
+        return Part("audio", data=audio.get("data"), media_type=f"audio/{audio.get('format')}")
+    raise r.fail(f"{path}.type", f"unknown content part type {kind!r}")
+
+
+def _read_responses(item: object, index: int) -> Message:
+    r = _Reader("openai_responses", index)
+    m = r.mapping(item, "")
+    kind = m.get("type")
+    if kind is None or kind == "message":
+        role = m.get("role")
+        if role not in ("system", "developer", "user", "assistant"):
+            raise r.fail("role", f"expected system/developer/user/assistant, got {role!r}")
+        content = m.get("content")
+        if isinstance(content, str):
+            parts: tuple[Part, ...] = (Part("text", text=content),) if content else ()
+            style = "str"
+        else:
+            items = r.list_(content, "content")
+            parts = tuple(_resp_part(r, b, f"content[{i}]") for i, b in enumerate(items))
+            style = "list"
+        return Message(
+            role=role,
+            parts=parts,
+            style=style,
+            provider="openai_responses",
+            extra=_rest(m, ("role", "content")),
+            source=item,
+        )
+    if kind == "function_call":
+        arguments = r.str_(m, "arguments", "")
+        part = Part(
+            "tool_call",
+            call_id=r.str_(m, "call_id", ""),
+            name=r.str_(m, "name", ""),
+            raw_arguments=arguments,
+            arguments=_parse_args(arguments),
+            provider="openai_responses",
+            extra=_rest(m, ("type", "call_id", "name", "arguments")),
+        )
+        return Message("assistant", (part,), provider="openai_responses", source=item)
+    if kind == "function_call_output":
+        output = m.get("output")
+        if isinstance(output, str):
+            result: tuple[Part, ...] = (Part("text", text=output),) if output else ()
+            style = "str"
+        else:
+            items = r.list_(output, "output")
+            result = tuple(_resp_part(r, b, f"output[{i}]") for i, b in enumerate(items))
+            style = "list"
+        part = Part(
+            "tool_result",
+            call_id=r.str_(m, "call_id", ""),
+            content=result,
+            provider="openai_responses",
+            extra=_rest(m, ("type", "call_id", "output")) | {"_style": style},
+        )
+        return Message("tool", (part,), provider="openai_responses", source=item)
+    if kind == "reasoning":
+        summary = r.list_(m.get("summary", []), "summary")
+        texts = []
+        for i, s in enumerate(summary):
+            texts.append(r.str_(r.mapping(s, f"summary[{i}]"), "text", f"summary[{i}]."))
+        part = Part(
+            "reasoning",
+            text="\n\n".join(texts),
+            signature=m.get("encrypted_content"),
+            provider="openai_responses",
+            extra=_rest(m, ("type", "summary", "encrypted_content"))
+            | {"_summary_count": len(texts)},
+        )
+        return Message("assistant", (part,), provider="openai_responses", source=item)
+    if kind in _RESP_ITEM_TYPES:
+        part = Part("other", provider="openai_responses", extra=dict(m))
+        return Message("assistant", (part,), provider="openai_responses", source=item)
+    raise r.fail("type", f"unknown input item type {kind!r}")
+
+
+def _merge_items(messages: list[Message]) -> list[Message]:
+    """Responses items → messages: calls and reasoning join the assistant turn they belong to."""
+    out: list[Message] = []
+    for message in messages:
+        prev = out[-1] if out else None
+        if (
+            prev is not None
+            and prev.role == "assistant"
+            and message.role == "assistant"
+            and not any(p.kind == "tool_call" for p in prev.parts)
+            and (
+                all(p.kind == "reasoning" for p in prev.parts)
+                or all(p.kind == "tool_call" for p in message.parts)
+            )
+        ) or (
+            prev is not None
+            and prev.role == "assistant"
+            and message.role == "assistant"
+            and all(p.kind == "tool_call" for p in message.parts)
+            and all(p.kind == "tool_call" for p in prev.parts[-1:])
+        ):
+            style = message.style if all(p.kind == "reasoning" for p in prev.parts) else prev.style
+            extra = {**prev.extra, **message.extra}
+            out[-1] = replace(prev, parts=prev.parts + message.parts, style=style, extra=extra)
+        else:
+            out.append(message)
+    return out
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def _resp_block(part: Part, role: str, w: _Writer, path: str) -> dict[str, Any] | None:
+    same = _same(part, "openai_responses")
+    if part.kind == "text":
+        if part.extra.get("_refusal"):
+            return {"type": "refusal", "refusal": part.text}
+        kind = part.extra.get("type") if same else None
+        kind = kind or ("output_text" if role == "assistant" else "input_text")
+        return {"type": kind, "text": part.text} | {
+            k: v for k, v in _extra(part, "openai_responses").items() if k != "type"
+        }
+    if part.kind == "image":
+        block: dict[str, Any] = {
+            "type": "input_image",
+            "image_url": part.url or _data_url(part.media_type, part.data),
+        }
+        block["detail"] = part.detail if part.detail is not None else "auto"
+        if same and part.detail is None:
+            del block["detail"]
+        return block | _extra(part, "openai_responses")
+    if part.kind == "document":
+        if part.data is not None:
+            block = {"type": "input_file", "file_data": _data_url(part.media_type, part.data)}
+        elif part.url:
+            block = {"type": "input_file", "file_id": part.url}
+        elif part.text:
+            return {"type": "input_text", "text": part.text}
+        else:
+            return None
+        if part.name is not None:
+            block["filename"] = part.name
+        return block | _extra(part, "openai_responses")
+    if part.kind == "audio":
+        fmt = (part.media_type or "audio/wav").split("/", 1)[1]
+        return {"type": "input_audio", "input_audio": {"data": part.data, "format": fmt}}
+    w.lossy(path, f"a {part.kind} part has no Responses content form")
+    return None
+
+
+def _write_responses(messages: Sequence[Message], w: _Writer) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for index, message in enumerate(messages):
+        w.index = index
+        same = _same(message, "openai_responses")
+        pending: list[Part] = []
+
+        def flush(
+            message: Message = message, same: bool = same, pending: list[Part] = pending
+        ) -> None:
+            if not pending:
+                return
+            role = "user" if message.role == "tool" else message.role
+            style = message.style if same else "str"
+            blocks = [
+                b for i, p in enumerate(pending) if (b := _resp_block(p, role, w, f"content[{i}]"))
+            ]
+            simple = len(blocks) == 1 and blocks[0]["type"] in ("input_text", "output_text")
+            content: Any = blocks[0]["text"] if style == "str" and simple else blocks
+            item: dict[str, Any] = {"role": role, "content": content}
+            if same:
+                item |= dict(message.extra)
+            elif role == "assistant":
+                item = {"type": "message"} | item
+            out.append(item)
+            pending.clear()
+
+        for j, part in enumerate(message.parts):
+            path = f"parts[{j}]"
+            if part.kind == "tool_call":
+                flush()
+                out.append(
+                    {
+                        "type": "function_call",
+                        "call_id": _call_id(part, w),
+                        "name": part.name,
+                        "arguments": _args_string(part),
+                    }
+                    | _extra(part, "openai_responses")
+                )
+            elif part.kind == "tool_result":
+                flush()
+                style = (
+                    part.extra.get("_style", "str") if _same(part, "openai_responses") else "str"
+                )
+                blocks = [
+                    b
+                    for i, p in enumerate(part.content)
+                    if (b := _resp_block(p, "user", w, f"{path}.content[{i}]"))
+                ]
+                simple = all(b["type"] == "input_text" for b in blocks) and len(blocks) <= 1
+                output: Any = (
+                    (blocks[0]["text"] if blocks else "") if style == "str" and simple else blocks
+                )
+                out.append(
+                    {"type": "function_call_output", "call_id": _call_id(part, w), "output": output}
+                    | _extra(part, "openai_responses")
+                )
+            elif part.kind == "reasoning":
+                flush()
+                item: dict[str, Any] = {"type": "reasoning"}
+                count = (
+                    part.extra.get("_summary_count", 1) if _same(part, "openai_responses") else 1
+                )
+                texts = part.text.split("\n\n") if count > 1 else ([part.text] if part.text else [])
+                item["summary"] = [{"type": "summary_text", "text": t} for t in texts]
+                sig = _signature(part, "openai_responses", w, path)
+                if sig is not None:
+                    item["encrypted_content"] = sig
+                out.append(item | _extra(part, "openai_responses"))
+            elif part.kind == "other":
+                flush()
+                if _same(part, "openai_responses"):
+                    out.append(dict(part.extra))
+                elif not part.extra.get("_tool_calls_null"):
+                    w.lossy(path, "a provider-specific item has no Responses form")
+            else:
+                pending.append(part)
+        flush()
+        if not message.parts and message.role != "tool":
+            content: Any = "" if message.style == "str" or not same else []
+            item = {"role": message.role, "content": content}
+            out.append(item | (dict(message.extra) if same else {}))
+    return out

@@ -1,0 +1,319 @@
+"""Conversations in every major provider format: detection, validation, one internal view.
+
+Four wire formats are understood, each as the plain ``dict``/``list`` JSON the provider's SDK
+accepts:
+
+- ``"openai_chat"``: OpenAI Chat Completions ``messages`` (``system``/``developer``/``user``/
+  ``assistant``/``tool`` roles, ``tool_calls``, content parts with images, audio and files;
+  ``reasoning_content`` as DeepSeek, vLLM and LiteLLM send it back).
+- ``"openai_responses"``: OpenAI Responses ``input`` items (``message``, ``function_call``,
+  ``function_call_output``, ``reasoning``; easy ``{"role", "content"}`` messages too).
+- ``"anthropic"``: Anthropic Messages ``messages`` (blocks ``text``, ``image``, ``document``,
+  ``tool_use``, ``tool_result``, ``thinking``, ``redacted_thinking``); the system prompt is a
+  separate parameter.
+- ``"gemini"``: google-genai ``contents`` (parts ``text``, ``inline_data``, ``file_data``,
+  ``function_call``, ``function_response``, thoughts), as dicts in snake_case or camelCase, or
+  ``google.genai.types.Content`` objects when that package is installed (it is not required).
+
+LangChain message lists go through :func:`from_langchain` / :func:`to_langchain` when
+``langchain-core`` is installed.
+
+Everything is read into one internal view (:class:`Message` made of :class:`Part`) and written
+back out with :func:`convert_messages`. Conversions are lossless: a field the target format
+cannot carry (an Anthropic thinking signature sent to Chat Completions, audio sent to
+Anthropic, ...) raises :class:`MessageFormatError` naming the message and field, unless
+``strict=False`` asks to drop it. "Same request" is judged the way the provider sees it: a
+string ``content`` and a list holding one text part are the same; tool-call arguments keep their
+JSON value (a string form is re-serialised with :func:`json.dumps` where the target wants a
+string); tool-call ids that Gemini did not give are made up as ``ctxb_call_<n>`` and dropped
+again on the way back to Gemini.
+
+>>> msgs = [{"role": "user", "content": "What is 2+2?"}]
+>>> detect_format(msgs)
+'openai_chat'
+>>> out = convert_messages(msgs, "anthropic")
+>>> out.messages
+[{'role': 'user', 'content': 'What is 2+2?'}]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+from ctxbudget.formats.anthropic import _anth_block, _read_anthropic, _write_anthropic
+from ctxbudget.formats.common import _genai_to_dict, _is_genai_object, _Reader, _Writer
+from ctxbudget.formats.detect import _vote
+from ctxbudget.formats.gemini import _gemini_ids, _read_gemini, _write_gemini
+from ctxbudget.formats.langchain import _langchain
+from ctxbudget.formats.model import (
+    FORMATS,
+    ConvertedMessages,
+    Message,
+    MessageFormat,
+    MessageFormatError,
+    Part,
+    PartKind,
+    ToolSpec,
+)
+from ctxbudget.formats.openai_chat import _read_chat, _write_chat
+from ctxbudget.formats.openai_responses import _merge_items, _read_responses, _write_responses
+from ctxbudget.formats.tools import _read_tools, _write_tools
+
+__all__ = [
+    "FORMATS",
+    "ConvertedMessages",
+    "Message",
+    "MessageFormat",
+    "MessageFormatError",
+    "Part",
+    "PartKind",
+    "ToolSpec",
+    "convert_messages",
+    "convert_tools",
+    "detect_format",
+    "from_langchain",
+    "normalize_messages",
+    "normalize_tools",
+    "to_langchain",
+    "validate_messages",
+]
+
+
+_READERS = {
+    "openai_chat": _read_chat,
+    "openai_responses": _read_responses,
+    "anthropic": _read_anthropic,
+    "gemini": _read_gemini,
+}
+
+
+def detect_format(messages: Sequence[Any], *, default: str = "openai_chat") -> str:
+    """Tell which wire format a message list is in.
+
+    The first message that only one format accepts decides. A list that several formats
+    accept alike (plain ``{"role", "content": str}`` messages) gets ``default``.
+
+    Args:
+        messages: The caller's messages (dicts or google-genai ``Content`` objects).
+        default: The answer when nothing decides.
+
+    Returns:
+        ``"openai_chat"``, ``"openai_responses"``, ``"anthropic"`` or ``"gemini"``.
+
+    >>> detect_format([{"role": "user", "parts": [{"text": "hi"}]}])
+    'gemini'
+    >>> detect_format([{"type": "function_call_output", "call_id": "c1", "output": "ok"}])
+    'openai_responses'
+    """
+    for message in messages:
+        vote = _vote(message)
+        if vote is not None:
+            return vote
+    return default
+
+
+def _check_format(fmt: str | None, messages: Sequence[Any]) -> MessageFormat:
+    found = detect_format(messages) if fmt is None else fmt
+    for known in FORMATS:
+        if found == known:
+            return known
+    raise ValueError(f"unknown message format {fmt!r}; expected one of {FORMATS}")
+
+
+def normalize_messages(messages: Sequence[Any], format: str | None = None) -> tuple[Message, ...]:
+    """Read a provider message list into the internal view, validating it.
+
+    Args:
+        messages: The caller's messages, in one of :data:`FORMATS` (or google-genai
+            ``Content`` objects).
+        format: The format; detected when ``None``.
+
+    Returns:
+        One :class:`Message` per input message (Responses items included).
+
+    Raises:
+        MessageFormatError: A malformed message; the error names its index and field.
+
+    >>> [m.role for m in normalize_messages([{"role": "model", "parts": [{"text": "hi"}]}])]
+    ['assistant']
+    """
+    fmt = _check_format(format, messages)
+    if isinstance(messages, str | bytes | Mapping):
+        raise MessageFormatError("expected a list of messages", None, "messages", fmt)
+    read = _READERS[fmt]
+    out = tuple(read(m, i) for i, m in enumerate(messages))
+    return _gemini_ids(out) if fmt == "gemini" else out
+
+
+def validate_messages(messages: Sequence[Any], format: str | None = None) -> str:
+    """Check every message against its format; return the format.
+
+    Beyond each message's own shape this checks tool-call ids: every tool result must answer
+    a tool call made earlier (see :func:`ctxbudget.validate_pairing` for the full pairing
+    rules).
+
+    Raises:
+        MessageFormatError: The first problem, naming the message index and field.
+
+    >>> validate_messages([{"role": "user", "content": "hi"}])
+    'openai_chat'
+    >>> validate_messages([{"role": "robot", "content": "hi"}])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ctxbudget.messages.MessageFormatError: message 0, field 'role': expected one of [...]...
+    """
+    fmt = _check_format(format, messages)
+    normalized = normalize_messages(messages, fmt)
+    seen: set[str] = set()
+    for index, message in enumerate(normalized):
+        for j, part in enumerate(message.parts):
+            if part.kind == "tool_call" and part.call_id:
+                seen.add(part.call_id)
+            elif part.kind == "tool_result" and part.call_id and part.call_id not in seen:
+                raise MessageFormatError(
+                    f"tool result {part.call_id!r} answers no earlier tool call",
+                    index,
+                    _result_field(fmt, j),
+                    fmt,
+                )
+    return fmt
+
+
+def _result_field(fmt: str, j: int) -> str:
+    return {
+        "openai_chat": "tool_call_id",
+        "openai_responses": "call_id",
+        "anthropic": f"content[{j}].tool_use_id",
+        "gemini": f"parts[{j}].function_response.id",
+    }[fmt]
+
+
+def convert_messages(
+    messages: Sequence[Any] | Sequence[Message],
+    to: str,
+    *,
+    source: str | None = None,
+    system: Any = None,
+    strict: bool = True,
+) -> ConvertedMessages:
+    """Write a conversation in another provider's format (or the same one).
+
+    Args:
+        messages: The messages, in any of :data:`FORMATS`, or already-normalized
+            :class:`Message` objects.
+        to: Target format.
+        source: The source format; detected when ``None``.
+        system: A system prompt kept outside the messages (Anthropic ``system``: a string or
+            text blocks; Gemini ``system_instruction``: a string or a content dict). It is put
+            where the target wants it: a leading system message for the OpenAI formats.
+        strict: Raise :class:`MessageFormatError` when something cannot be written without
+            loss (the default); ``False`` drops it instead.
+
+    Returns:
+        The converted messages, and the system prompt when the target keeps it apart.
+
+    >>> chat = [
+    ...     {"role": "system", "content": "Be brief."},
+    ...     {"role": "user", "content": "List files"},
+    ...     {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function",
+    ...      "function": {"name": "bash", "arguments": "{\\"command\\": \\"ls\\"}"}}]},
+    ...     {"role": "tool", "tool_call_id": "c1", "content": "a.py"},
+    ... ]
+    >>> out = convert_messages(chat, "anthropic")
+    >>> out.system, out.messages[1]["content"][0]["input"], out.messages[2]["content"][0]["type"]
+    ('Be brief.', {'command': 'ls'}, 'tool_result')
+    >>> convert_messages(out.messages, "openai_chat", system=out.system).messages == chat
+    True
+    """
+    if to not in FORMATS:
+        raise ValueError(f"unknown message format {to!r}; expected one of {FORMATS}")
+    if messages and all(isinstance(m, Message) for m in messages):
+        normalized = list(cast(Sequence[Message], messages))
+    else:
+        normalized = list(normalize_messages(messages, source))
+    if to != "openai_responses" and any(m.provider == "openai_responses" for m in normalized):
+        normalized = _merge_items(normalized)
+    sys_messages = _system_messages(system)
+    normalized = sys_messages + normalized
+    w = _Writer(to, strict)
+    if to == "openai_chat":
+        return ConvertedMessages("openai_chat", _write_chat(normalized, w))
+    if to == "openai_responses":
+        return ConvertedMessages("openai_responses", _write_responses(normalized, w))
+    if to == "anthropic":
+        out, sys_out = _write_anthropic(normalized, w)
+        return ConvertedMessages("anthropic", out, sys_out)
+    out, sys_out = _write_gemini(normalized, w)
+    return ConvertedMessages("gemini", out, sys_out)
+
+
+def _system_messages(system: Any) -> list[Message]:
+    if system is None:
+        return []
+    if isinstance(system, str):
+        return [Message("system", (Part("text", text=system),), style="str")]
+    if _is_genai_object(system) or (isinstance(system, Mapping) and "parts" in system):
+        content = _read_gemini(_genai_to_dict(system), 0)
+        return [Message("system", content.parts, style="list", provider="gemini")]
+    if isinstance(system, list):
+        r = _Reader("anthropic", 0)
+        parts = tuple(_anth_block(r, b, f"system[{i}]") for i, b in enumerate(system))
+        return [Message("system", parts, style="list", provider="anthropic")]
+    raise MessageFormatError(
+        f"expected a string, text blocks or a content, got {type(system).__name__}",
+        None,
+        "system",
+        None,
+    )
+
+
+def normalize_tools(tools: Sequence[Any]) -> tuple[ToolSpec, ...]:
+    """Read tool definitions in any provider's shape.
+
+    Accepted: Chat Completions ``{"type": "function", "function": {...}}``, Responses
+    ``{"type": "function", "name", "parameters"}``, Anthropic ``{"name", "input_schema"}``,
+    Gemini ``{"function_declarations": [...]}`` (or ``types.Tool`` objects), and provider
+    built-in tools (kept whole, ``parameters=None``).
+
+    Raises:
+        MessageFormatError: A tool that fits no shape (``index`` is the tool's position).
+
+    >>> normalize_tools([{"name": "bash", "input_schema": {"type": "object"}}])[0].name
+    'bash'
+    """
+    return _read_tools(tools)
+
+
+def convert_tools(tools: Sequence[Any], to: str) -> list[Any]:
+    """Write function tools in a provider's schema shape.
+
+    Built-in tools of a provider (web search, code execution, ...) cannot move to another
+    provider and raise :class:`MessageFormatError`.
+
+    >>> tools = [{"name": "bash", "description": "Run", "input_schema": {"type": "object"}}]
+    >>> convert_tools(tools, "openai_chat")  # doctest: +NORMALIZE_WHITESPACE
+    [{'type': 'function',
+      'function': {'name': 'bash', 'description': 'Run', 'parameters': {'type': 'object'}}}]
+    """
+    return _write_tools(tools, to)
+
+
+def from_langchain(messages: Sequence[Any]) -> list[dict[str, Any]]:
+    """LangChain ``BaseMessage`` objects → OpenAI Chat Completions dicts.
+
+    Uses ``langchain_core.messages.convert_to_openai_messages``; needs ``langchain-core``.
+
+    >>> from langchain_core.messages import HumanMessage  # doctest: +SKIP
+    >>> from_langchain([HumanMessage("hi")])  # doctest: +SKIP
+    [{'role': 'user', 'content': 'hi'}]
+    """
+    lc = _langchain()
+    return cast(list[dict[str, Any]], lc.convert_to_openai_messages(list(messages)))
+
+
+def to_langchain(messages: Sequence[Any], format: str | None = None) -> list[Any]:
+    """Any supported format → LangChain ``BaseMessage`` objects (via Chat Completions dicts)."""
+    lc = _langchain()
+    chat = convert_messages(messages, "openai_chat", source=format).messages
+    return cast(list[Any], lc.convert_to_messages(chat))

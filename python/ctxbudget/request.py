@@ -1,0 +1,889 @@
+"""What a request weighs: system + conversation + tool schemas + framing, per message.
+
+:func:`estimate_request` counts a request the way the provider will: the text of every message
+(content, tool-call arguments and names, reasoning sent back), the tool schemas, the chat
+template's framing (per message, per tool call, per request, the tool-use preamble) and
+images/documents by each provider's published rule. Text is counted with
+:func:`ctxbudget.estimate_tokens` (one call per text field, no Python work per character), or
+with the caller's exact counter.
+
+Framing constants come in one profile per model family (:data:`PROFILES`). The ``deepseek``
+profile was fitted on 33 real DeepSeek agent runs (see ``benches/replay_trajectories.py
+--fit``); the others follow the providers' documentation where it exists and lean high where it
+does not. Calibration from the provider's reported usage (:mod:`ctxbudget.calibration`) corrects
+what is left.
+
+:class:`RequestEstimator` keeps a per-message cache so re-estimating after a new message costs
+only that message: see its docstring for what counts as a change.
+
+>>> est = estimate_request(
+...     [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Hi!"}],
+...     model="gpt-4o", max_tokens=1000)
+>>> est.total == est.system + est.conversation + est.tools + est.framing
+True
+>>> est.reserved_output, est.accuracy.value
+(1000, 'estimate')
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import re
+import struct
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
+from itertools import repeat
+from typing import Any
+
+from ctxbudget.counting import Accuracy, encoding_for_model
+from ctxbudget.messages import (
+    Message,
+    MessageFormatError,
+    Part,
+    detect_format,
+    normalize_messages,
+    normalize_tools,
+)
+from ctxbudget.models import family_of
+from ctxbudget.tokens import DEFAULT_ENCODING, ENCODINGS, estimate_tokens
+
+__all__ = [
+    "PROFILES",
+    "UNKNOWN_DOCUMENT_PAGES",
+    "UNKNOWN_IMAGE_TOKENS",
+    "Accuracy",
+    "FramingProfile",
+    "RequestComponents",
+    "RequestEstimate",
+    "RequestEstimator",
+    "estimate_request",
+    "image_size",
+    "image_tokens",
+    "profile_for",
+]
+
+Counter = Callable[[str], int]
+#: What ``counter=`` accepts: a ``ctxbudget.counting.TokenCounter`` or ``Callable[[str], int]``.
+CounterLike = Any
+
+
+@dataclass(frozen=True, slots=True)
+class FramingProfile:
+    """How a model family's chat template and tool framing add tokens around the text.
+
+    Attributes:
+        name: Profile name (the family).
+        encoding: Encoding used when the caller gives none.
+        per_message: Tokens around each message (role markers, separators).
+        per_request: Tokens once per request (begin-of-text, the assistant prompt).
+        per_tool_call: Tokens around each tool call an assistant message makes.
+        per_name: Tokens for a participant ``name`` on a message.
+        tools_preamble: Tokens of fixed instructions the template adds when tools are offered.
+        per_tool: Tokens around each tool definition (beyond its JSON schema).
+        text_factor: Multiplies estimated message text (this tokenizer vs the encoding's).
+        args_factor: Multiplies estimated tool-call arguments and tool schemas (JSON).
+        image_rule: ``openai``, ``anthropic`` or ``gemini`` (see :func:`image_tokens`).
+        exact: The framing is the provider's documented rule; with an exact counter and no
+            estimated attachments the whole count is then EXACT.
+        fitted: The factors were fitted against :attr:`encoding`'s estimates, so that
+            encoding is used whatever the model name says.
+    """
+
+    name: str
+    encoding: str
+    per_message: float
+    per_request: float
+    per_tool_call: float = 0.0
+    per_name: float = 1.0
+    tools_preamble: float = 0.0
+    per_tool: float = 0.0
+    text_factor: float = 1.0
+    args_factor: float = 1.0
+    image_rule: str = "openai"
+    exact: bool = False
+    fitted: bool = False
+
+
+#: Framing per model family. ``default`` (unknown model) leans high everywhere.
+PROFILES: dict[str, FramingProfile] = {
+    # OpenAI cookbook: 3 tokens per message, 1 per name, 3 to prime the reply. Tool schemas
+    # are rendered as a TypeScript namespace; the compact JSON estimate plus these constants
+    # is a little above it.
+    "openai": FramingProfile(
+        "openai", "o200k", 3, 3, per_tool_call=4, tools_preamble=12, per_tool=8
+    ),
+    # Anthropic documents the tool-use system prompt (346 tokens, Claude 4.x, tool_choice
+    # auto); its tokenizer is not public, so the text is counted with ``conservative``.
+    "anthropic": FramingProfile(
+        "anthropic",
+        "conservative",
+        5,
+        5,
+        per_tool_call=10,
+        tools_preamble=346,
+        per_tool=10,
+        image_rule="anthropic",
+    ),
+    "gemini": FramingProfile(
+        "gemini", "conservative", 4, 2, per_tool_call=6, per_tool=8, image_rule="gemini"
+    ),
+    # Fitted on the 33 DeepSeek runs in shared/data/trajectories (2,498 requests with the
+    # provider's prompt_tokens; half/half check in benches/replay_trajectories.py --fit).
+    # ``tools_preamble`` is the fitted per-request constant minus the estimated schema and
+    # ``per_request``: DeepSeek's template wraps tools in a fixed instruction block.
+    "deepseek": FramingProfile(
+        "deepseek",
+        "o200k",
+        per_message=26.2,
+        per_request=3.0,
+        per_tool_call=0.0,
+        tools_preamble=209.9,
+        per_tool=0.0,
+        text_factor=1.060,
+        args_factor=0.907,
+        fitted=True,
+    ),
+    # Llama 3 template: <|start_header_id|>role<|end_header_id|>\n\n ... <|eot_id|>.
+    "llama": FramingProfile(
+        "llama", "llama3", 5, 5, per_tool_call=8, tools_preamble=120, per_tool=6
+    ),
+    # ChatML: <|im_start|>role\n ... <|im_end|>\n; tools in <tools></tools> with instructions.
+    "qwen": FramingProfile("qwen", "qwen3", 5, 3, per_tool_call=10, tools_preamble=100, per_tool=4),
+    "mistral": FramingProfile(
+        "mistral", "conservative", 4, 1, per_tool_call=8, tools_preamble=8, per_tool=6
+    ),
+    "default": FramingProfile(
+        "default", "conservative", 6, 6, per_tool_call=10, tools_preamble=350, per_tool=10
+    ),
+}
+
+_FORMAT_IMAGE_RULE = {
+    "openai_chat": "openai",
+    "openai_responses": "openai",
+    "anthropic": "anthropic",
+    "gemini": "gemini",
+}
+
+
+def profile_for(model: str | None) -> FramingProfile:
+    """The framing profile for a model name (``default`` when unknown).
+
+    >>> profile_for("deepseek-chat").name, profile_for("gpt-4o-mini").name
+    ('deepseek', 'openai')
+    """
+    family = family_of(model) if model else None
+    return PROFILES.get(family or "default", PROFILES["default"])
+
+
+def _encoding_for(model: str | None, profile: FramingProfile) -> str:
+    """Encoding for a model: the one a fitted profile was fitted with, else the model's own."""
+    if profile.fitted or not model:
+        return profile.encoding
+    return encoding_for_model(model)
+
+
+def _as_counter(counter: Any) -> tuple[Counter, bool]:
+    """(count function, exact) from a ``TokenCounter`` or any ``Callable[[str], int]``.
+
+    A ``TokenCounter`` says itself whether it is exact; a plain callable is taken as exact
+    unless it has ``exact = False``.
+    """
+    accuracy = getattr(counter, "accuracy", None)
+    if accuracy is not None:
+        exact = getattr(accuracy, "value", accuracy) == "exact"
+    else:
+        exact = bool(getattr(counter, "exact", True))
+    if callable(counter):
+        return counter, exact
+    count = getattr(counter, "count", None)
+    if count is None:
+        raise TypeError(f"counter must be callable or a TokenCounter, not {type(counter).__name__}")
+
+    def count_tokens(text: str) -> int:
+        return int(count(text))
+
+    return count_tokens, exact
+
+
+# --------------------------------------------------------------------------- media rules
+
+#: Cost of an image whose size is unknown, per rule: the largest an image can cost.
+UNKNOWN_IMAGE_TOKENS = {"openai": 1_445, "anthropic": 1_600, "gemini": 1_120}
+#: Tokens per document page, per rule (OpenAI and Anthropic send text + a page image).
+DOCUMENT_PAGE_TOKENS = {"openai": 1_500, "anthropic": 3_000, "gemini": 560}
+#: Pages assumed when a document's page count cannot be read (URL, file id).
+UNKNOWN_DOCUMENT_PAGES = 10
+
+
+def image_tokens(
+    width: int | None, height: int | None, rule: str, detail: str | None = None
+) -> int:
+    """Tokens for one image by a provider's published rule.
+
+    - ``openai``: ``detail="low"`` is 85; otherwise fit in 2048x2048, shortest side to 768,
+      85 + 170 per 512-pixel tile.
+    - ``anthropic``: long edge at most 1568, then ``w*h/750``, at most 1600.
+    - ``gemini``: 258 when both sides are at most 384, else 258 per 768x768 tile.
+
+    An unknown size costs :data:`UNKNOWN_IMAGE_TOKENS` (the most an image can cost).
+
+    >>> image_tokens(1024, 1024, "openai"), image_tokens(1000, 750, "anthropic")
+    (765, 1000)
+    >>> image_tokens(300, 300, "gemini"), image_tokens(None, None, "openai", "low")
+    (258, 85)
+    """
+    if rule == "openai" and detail == "low":
+        return 85
+    if not width or not height:
+        return UNKNOWN_IMAGE_TOKENS.get(rule, 1_600)
+    w, h = float(width), float(height)
+    if rule == "anthropic":
+        scale = min(1.0, 1568 / max(w, h))
+        return min(1_600, math.ceil(w * scale * h * scale / 750))
+    if rule == "gemini":
+        if w <= 384 and h <= 384:
+            return 258
+        return 258 * math.ceil(w / 768) * math.ceil(h / 768)
+    scale = min(1.0, 2048 / max(w, h))
+    w, h = w * scale, h * scale
+    scale = min(1.0, 768 / min(w, h))
+    w, h = w * scale, h * scale
+    return 85 + 170 * math.ceil(w / 512) * math.ceil(h / 512)
+
+
+def _head_bytes(data: str | bytes, limit: int = 65_536) -> bytes:
+    if isinstance(data, bytes):
+        return data[:limit]
+    chunk = data[: limit // 3 * 4]
+    chunk = chunk[: len(chunk) - len(chunk) % 4]
+    try:
+        return base64.b64decode(chunk, validate=False)
+    except ValueError:
+        return b""
+
+
+def image_size(data: bytes) -> tuple[int, int] | None:
+    """Width and height from a PNG, GIF, JPEG or WebP header, or ``None``."""
+    if data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) >= 24:
+        w, h = struct.unpack(">II", data[16:24])
+        return int(w), int(h)
+    if data[:6] in (b"GIF87a", b"GIF89a") and len(data) >= 10:
+        w, h = struct.unpack("<HH", data[6:10])
+        return int(w), int(h)
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP" and len(data) >= 30:
+        chunk = data[12:16]
+        if chunk == b"VP8X":
+            w = int.from_bytes(data[24:27], "little") + 1
+            h = int.from_bytes(data[27:30], "little") + 1
+            return w, h
+        if chunk == b"VP8 ":
+            w, h = struct.unpack("<HH", data[26:30])
+            return int(w) & 0x3FFF, int(h) & 0x3FFF
+        if chunk == b"VP8L":
+            b = data[21:25]
+            w = 1 + (((b[1] & 0x3F) << 8) | b[0])
+            h = 1 + (((b[3] & 0xF) << 10) | (b[2] << 2) | ((b[1] & 0xC0) >> 6))
+            return w, h
+    if data[:2] == b"\xff\xd8":
+        i = 2
+        while i + 9 < len(data):
+            if data[i] != 0xFF:
+                i += 1
+                continue
+            marker = data[i + 1]
+            if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7 or marker == 0xFF:
+                i += 1 if marker == 0xFF else 2
+                continue
+            length = int.from_bytes(data[i + 2 : i + 4], "big")
+            if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+                h, w = struct.unpack(">HH", data[i + 5 : i + 9])
+                return int(w), int(h)
+            i += 2 + length
+    return None
+
+
+_PDF_PAGE = re.compile(rb"/Type\s*/Page(?![a-zA-Z])")
+
+
+def _document_pages(data: str | bytes | None) -> int:
+    if data is None:
+        return UNKNOWN_DOCUMENT_PAGES
+    raw = data if isinstance(data, bytes) else _head_bytes(data, limit=1 << 62)
+    pages = len(_PDF_PAGE.findall(raw))
+    return pages or UNKNOWN_DOCUMENT_PAGES
+
+
+def _media_tokens(part: Part, rule: str, count: Counter) -> tuple[int, bool]:
+    """(tokens, exact) of an image/document/audio/file part."""
+    if part.kind == "image":
+        size = image_size(_head_bytes(part.data)) if part.data is not None else None
+        if size is None:
+            return image_tokens(None, None, rule, part.detail), part.detail == "low"
+        return image_tokens(size[0], size[1], rule, part.detail), True
+    if part.kind == "document":
+        if part.text and part.data is None:
+            return count(part.text), True
+        media = part.media_type or ""
+        if part.data is not None and media.startswith("text/"):
+            raw = part.data if isinstance(part.data, bytes) else _head_bytes(part.data, 1 << 62)
+            return count(raw.decode("utf-8", "replace")), True
+        return _document_pages(part.data) * DOCUMENT_PAGE_TOKENS.get(rule, 3_000), False
+    # audio and other files: about one token per KB of encoded data, at least 100
+    nbytes = len(part.data) * 3 // 4 if isinstance(part.data, str) else len(part.data or b"")
+    return max(100, nbytes // 1_000), False
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True, slots=True)
+class RequestComponents:
+    """The parts of a request's input, in tokens.
+
+    Attributes:
+        system: System/developer prompt text (the ``system=`` argument and system messages).
+        conversation: Text and attachments of the other messages.
+        tools: Tool schemas, with their template framing.
+        framing: Per-message and per-request template tokens.
+        attachments: Images/documents/audio inside ``conversation`` (already counted there).
+        messages: Per-message totals (text + attachments + that message's framing), one per
+            input message.
+    """
+
+    system: int
+    conversation: int
+    tools: int
+    framing: int
+    attachments: int = 0
+    messages: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RequestEstimate:
+    """A request's size, broken down.
+
+    Attributes:
+        total: Input tokens: ``system + conversation + tools + framing``.
+        components: The breakdown (:class:`RequestComponents`).
+        reserved_output: The request's ``max_tokens`` if given, else ``None`` (the budget then
+            applies its default reserve).
+        accuracy: ``EXACT`` only when every part was counted exactly.
+        format: The message format read.
+        encoding: The encoding used for estimates.
+        profile: The framing profile used.
+        model: The model name given, if any.
+    """
+
+    total: int
+    components: RequestComponents
+    reserved_output: int | None = None
+    accuracy: Accuracy = Accuracy.ESTIMATE
+    format: str = "openai_chat"
+    encoding: str = DEFAULT_ENCODING
+    profile: str = "default"
+    model: str | None = None
+
+    @property
+    def system(self) -> int:
+        """System prompt tokens."""
+        return self.components.system
+
+    @property
+    def conversation(self) -> int:
+        """Conversation tokens (text and attachments)."""
+        return self.components.conversation
+
+    @property
+    def tools(self) -> int:
+        """Tool schema tokens."""
+        return self.components.tools
+
+    @property
+    def framing(self) -> int:
+        """Template framing tokens."""
+        return self.components.framing
+
+    @property
+    def per_message(self) -> tuple[int, ...]:
+        """Per-message totals."""
+        return self.components.messages
+
+
+# --------------------------------------------------------------------------- counting
+
+
+#: Raw counts of one message, before profile factors:
+#: (system, text, args, calls, named, attachments, attachments exact).
+_Counted = tuple[bool, int, int, int, bool, int, bool]
+#: One message weighed by the profile: (system, body, framing, attachments, total, exact).
+_Weighed = tuple[bool, float, float, int, int, bool]
+
+_CHAT_KNOWN_PART = frozenset({"text", "refusal"})
+_FAST_KEYS: dict[str, tuple[str, ...]] = {
+    "openai_chat": ("content", "tool_calls", "reasoning_content"),
+    "openai_responses": ("content", "arguments", "output", "summary"),
+    "anthropic": ("content",),
+    "gemini": ("parts",),
+}
+
+
+def _count_chat_fast(m: Any, index: int, count: Counter, rule: str) -> _Counted | None:
+    """Chat Completions dict with string content: count without building the view."""
+    if type(m) is not dict:
+        return None
+    content = m.get("content")
+    role = m.get("role")
+    if role not in ("system", "developer", "user", "assistant", "tool"):
+        raise MessageFormatError(f"unknown role {role!r}", index, "role", "openai_chat")
+    if content is None:
+        text = 0
+    elif type(content) is str:
+        text = count(content) if content else 0
+    else:
+        return None
+    args = calls = 0
+    if role == "assistant":
+        reasoning = m.get("reasoning_content")
+        if reasoning:
+            if type(reasoning) is not str:
+                raise MessageFormatError(
+                    "expected a string", index, "reasoning_content", "openai_chat"
+                )
+            text += count(reasoning)
+        tool_calls = m.get("tool_calls")
+        if tool_calls:
+            if type(tool_calls) is not list:
+                raise MessageFormatError("expected a list", index, "tool_calls", "openai_chat")
+            for j, call in enumerate(tool_calls):
+                try:
+                    fn = call["function"]
+                    a, name = fn["arguments"], fn["name"]
+                    if type(a) is not str or type(name) is not str:
+                        raise TypeError
+                except (TypeError, KeyError):
+                    raise MessageFormatError(
+                        "expected {'function': {'name': str, 'arguments': str}}",
+                        index,
+                        f"tool_calls[{j}].function",
+                        "openai_chat",
+                    ) from None
+                args += count(a) + count(name)
+            calls = len(tool_calls)
+    elif role == "tool" and type(m.get("tool_call_id")) is not str:
+        raise MessageFormatError("missing or not a string", index, "tool_call_id", "openai_chat")
+    return (role in ("system", "developer"), text, args, calls, "name" in m, 0, True)
+
+
+def _count_parts(
+    parts: Sequence[Part], count: Counter, rule: str
+) -> tuple[int, int, int, int, bool]:
+    text = args = calls = attach = 0
+    exact = True
+    for p in parts:
+        kind = p.kind
+        if kind == "text" or kind == "reasoning":
+            if p.text:
+                text += count(p.text)
+        elif kind == "tool_call":
+            calls += 1
+            raw = p.raw_arguments
+            if raw is None:
+                raw = json.dumps(p.arguments, ensure_ascii=False) if p.arguments else ""
+            args += (count(raw) if raw else 0) + (count(p.name) if p.name else 0)
+        elif kind == "tool_result":
+            t, a, _, at, ex = _count_parts(p.content, count, rule)
+            text += t + a
+            attach += at
+            exact = exact and ex
+        elif kind == "other":
+            extra = {k: v for k, v in p.extra.items() if not k.startswith("_")}
+            if extra:
+                text += count(json.dumps(extra, ensure_ascii=False, default=str))
+        else:
+            tokens, ex = _media_tokens(p, rule, count)
+            attach += tokens
+            exact = exact and ex
+    return text, args, calls, attach, exact
+
+
+def _count_message(message: Message, count: Counter, rule: str) -> _Counted:
+    text, args, calls, attach, exact = _count_parts(message.parts, count, rule)
+    return (
+        message.role in ("system", "developer"),
+        text,
+        args,
+        calls,
+        message.name is not None,
+        attach,
+        exact,
+    )
+
+
+def _tools_key(tools: Sequence[Any] | None) -> tuple[int, ...]:
+    return tuple(map(id, tools)) if tools else ()
+
+
+class RequestEstimator:
+    """Estimates requests of one conversation (one model), re-using per-message counts.
+
+    Re-estimating after messages were appended counts only the new ones. A message counts as
+    unchanged when it is the same object as before **and** its content fields are the same
+    objects (``content``, ``tool_calls``, ``reasoning_content`` for Chat Completions;
+    ``content``/``arguments``/``output``/``summary`` for Responses; ``content`` for
+    Anthropic; ``parts`` for Gemini). So replacing ``message["content"]`` with a new string
+    or list is noticed. Mutating a nested list or dict in place (``message["content"].append
+    (...)``, editing one tool call's arguments inside the same ``tool_calls`` list) is not:
+    call :meth:`invalidate` after such an edit (or pass a new message object, as the rest of
+    ctxbudget does: it never mutates a caller's messages).
+
+    Thread-safe: one estimator may be shared by several threads (calls are serialised).
+
+    Args:
+        model: Model name: picks the framing profile and the encoding.
+        encoding: Encoding for estimates (default: the profile's).
+        format: Message format (default: detected on first use).
+        counter: A :class:`ctxbudget.counting.TokenCounter` or ``Callable[[str], int]`` used
+            instead of the estimator for text (see :func:`estimate_request`).
+        profile: A framing profile to use instead of the model's.
+
+    >>> est = RequestEstimator("gpt-4o")
+    >>> history = [{"role": "user", "content": "Hello"}]
+    >>> a = est.estimate(history)
+    >>> b = est.estimate([*history, {"role": "assistant", "content": "Hi! How can I help?"}])
+    >>> b.total > a.total
+    True
+    """
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        encoding: str | None = None,
+        format: str | None = None,
+        counter: CounterLike = None,
+        profile: FramingProfile | None = None,
+    ) -> None:
+        self.model = model
+        self.profile = profile or profile_for(model)
+        self.encoding = encoding or _encoding_for(model, self.profile)
+        if counter is None and self.encoding not in ENCODINGS:
+            raise ValueError(f"unknown encoding {self.encoding!r}; expected one of {ENCODINGS}")
+        self.format = format
+        self.counter = counter
+        self._counter_fn: Counter | None = None
+        self._exact_text = False
+        if counter is not None:
+            self._counter_fn, self._exact_text = _as_counter(counter)
+        self._lock = threading.RLock()
+        self._reset()
+
+    def _reset(self) -> None:
+        self._msgs: list[Any] = []
+        self._refs: list[list[Any]] = []
+        self._acc: tuple[float, ...] = (0.0, 0.0, 0.0, 0.0, 1.0)
+        self._per_message: list[int] = []
+        self._weighed: list[_Weighed] = []
+        self._by_id: dict[int, tuple[Any, tuple[Any, ...], _Weighed]] = {}
+        self._tools_key: tuple[int, ...] = ()
+        self._tools_ref: Any = None
+        self._tools_val: tuple[float, bool] = (0.0, True)
+        self._system_ref: Any = None
+        self._system_val: tuple[int, bool] = (0, True)
+
+    def invalidate(self, message: Any = None) -> None:
+        """Forget cached counts: of one message, or of everything when ``message`` is None."""
+        with self._lock:
+            if message is None:
+                self._reset()
+                return
+            self._by_id.pop(id(message), None)
+            if any(m is message for m in self._msgs):
+                self._msgs = []  # the next estimate re-sums from the per-message cache
+
+    # -- counting helpers
+
+    def _count_fn(self) -> Counter:
+        if self._counter_fn is not None:
+            return self._counter_fn
+        return partial(estimate_tokens, encoding=self.encoding)
+
+    def _count_one(
+        self, m: Any, index: int, fmt: str, keys: tuple[str, ...], count: Counter, rule: str
+    ) -> _Weighed:
+        refs = tuple(map(m.get, keys)) if type(m) is dict else _attr_refs(m, keys)
+        key = id(m)
+        hit = self._by_id.get(key)
+        if hit is not None and hit[0] is m and hit[1] == refs:
+            return hit[2]
+        counted = _count_chat_fast(m, index, count, rule) if fmt == "openai_chat" else None
+        if counted is None:
+            (message,) = _normalize_one(m, index, fmt)
+            counted = _count_message(message, count, rule)
+        system, text, args, calls, named, attach, exact = counted
+        p = self.profile
+        body = text * p.text_factor + args * p.args_factor
+        frame = p.per_message + calls * p.per_tool_call + (p.per_name if named else 0.0)
+        weighed = (system, body, frame, attach, round(body + attach + frame), exact)
+        self._by_id[key] = (m, refs, weighed)
+        return weighed
+
+    def _prefix_len(self, msgs: list[Any], keys: tuple[str, ...]) -> int:
+        """How many leading messages are unchanged since the last estimate.
+
+        All-or-nothing over the previous list, in C loops: list equality (identity first, so
+        the same message objects compare in nanoseconds), then the content fields.
+        """
+        k = len(self._msgs)
+        if k == 0 or len(msgs) < k:
+            return 0
+        head = msgs[:k] if len(msgs) > k else msgs
+        if head != self._msgs:
+            return 0
+        try:
+            for key, refs in zip(keys, self._refs, strict=True):
+                if list(map(dict.get, head, repeat(key))) != refs:
+                    return 0
+        except TypeError:  # not dicts: fall back to the per-message check
+            return 0
+        return k
+
+    # -- the estimate
+
+    def estimate(
+        self,
+        messages: Sequence[Any],
+        *,
+        system: Any = None,
+        tools: Sequence[Any] | None = None,
+        max_tokens: int | None = None,
+    ) -> RequestEstimate:
+        """Estimate one request (see :func:`estimate_request` for the arguments)."""
+        with self._lock:
+            return self._estimate(messages, system, tools, max_tokens)
+
+    def _estimate(
+        self,
+        messages: Sequence[Any],
+        system: Any,
+        tools: Sequence[Any] | None,
+        max_tokens: int | None,
+    ) -> RequestEstimate:
+        if isinstance(messages, str | bytes | Mapping):
+            raise MessageFormatError("expected a list of messages", None, "messages", self.format)
+        msgs = list(messages)
+        if msgs and _is_langchain_message(msgs[0]):
+            from ctxbudget.messages import from_langchain
+
+            msgs = from_langchain(msgs)
+            self.format = "openai_chat"
+        fmt = self.format
+        if fmt is None:
+            fmt = detect_format(msgs, default=_native_format(self.profile.name))
+            if msgs and detect_format(msgs, default="") != "":  # decisive: keep it
+                self.format = fmt
+        keys = _FAST_KEYS[fmt]
+        k = self._prefix_len(msgs, keys)
+        if k:  # unchanged prefix: start from its running sums
+            acc = list(self._acc)
+            per_message = self._per_message
+            weighed = self._weighed
+            new = msgs[k:]
+        else:
+            acc = [0.0, 0.0, 0.0, 0.0, 1.0]
+            per_message = []
+            weighed = []
+            new = msgs
+        count = self._count_fn()
+        rule = (
+            _FORMAT_IMAGE_RULE[fmt] if self.profile.name == "default" else self.profile.image_rule
+        )
+        for i, m in enumerate(new, start=k):
+            w = self._count_one(m, i, fmt, keys, count, rule)
+            weighed.append(w)
+            per_message.append(w[4])
+            if w[0]:
+                acc[0] += w[1]
+            else:
+                acc[1] += w[1] + w[3]
+                acc[2] += w[3]
+            acc[3] += w[2]
+            if not w[5]:
+                acc[4] = 0.0
+        self._msgs = msgs
+        self._acc = tuple(acc)
+        self._per_message = per_message
+        self._weighed = weighed
+        if k and _all_dicts(new):
+            for key, refs in zip(keys, self._refs, strict=True):
+                refs.extend(map(dict.get, new, repeat(key)))
+        else:
+            self._refs = self._fresh_refs(msgs, keys)
+        return self._assemble(fmt, system, tools, max_tokens)
+
+    def _fresh_refs(self, msgs: list[Any], keys: tuple[str, ...]) -> list[list[Any]]:
+        if not _all_dicts(msgs):
+            self._msgs = []  # no fast path for non-dict messages; the per-id cache still works
+            return [[] for _ in keys]
+        return [list(map(dict.get, msgs, repeat(key))) for key in keys]
+
+    def _assemble(
+        self, fmt: str, system: Any, tools: Sequence[Any] | None, max_tokens: int | None
+    ) -> RequestEstimate:
+        p = self.profile
+        sys_text, conv, attach, framing, all_exact = self._acc
+        exact = self._exact_text and p.exact and all_exact == 1.0
+        sys_tokens, sys_exact = self._system_tokens(system, fmt)
+        tools_tokens, tools_exact = self._tools_tokens(tools)
+        exact = exact and sys_exact and tools_exact
+        framing += p.per_request + (p.per_message if sys_tokens else 0.0)
+        system_total = round(sys_text + sys_tokens * p.text_factor)
+        conversation = round(conv)
+        tools_total = round(tools_tokens)
+        framing_total = round(framing)
+        return RequestEstimate(
+            total=system_total + conversation + tools_total + framing_total,
+            components=RequestComponents(
+                system=system_total,
+                conversation=conversation,
+                tools=tools_total,
+                framing=framing_total,
+                attachments=round(attach),
+                messages=tuple(self._per_message),
+            ),
+            reserved_output=max_tokens,
+            accuracy=Accuracy.EXACT if exact else Accuracy.ESTIMATE,
+            format=fmt,
+            encoding=self.encoding,
+            profile=p.name,
+            model=self.model,
+        )
+
+    def _system_tokens(self, system: Any, fmt: str) -> tuple[int, bool]:
+        if system is None:
+            return 0, True
+        if system is self._system_ref:
+            return self._system_val
+        count = self._count_fn()
+        if isinstance(system, str):
+            value = (count(system) if system else 0, True)
+        else:
+            from ctxbudget.messages import _system_messages
+
+            msg = _system_messages(system)[0]
+            text, _, _, attach, exact = _count_parts(msg.parts, count, self.profile.image_rule)
+            value = (text + attach, exact)
+        self._system_ref, self._system_val = system, value
+        return value
+
+    def _tools_tokens(self, tools: Sequence[Any] | None) -> tuple[float, bool]:
+        if not tools:
+            return 0.0, True
+        key = _tools_key(tools)
+        if tools is self._tools_ref and key == self._tools_key:
+            return self._tools_val
+        p = self.profile
+        count = self._count_fn()
+        specs = normalize_tools(tools)
+        total = p.tools_preamble
+        for spec in specs:
+            if spec.parameters is None:
+                raw = spec.raw.model_dump() if hasattr(spec.raw, "model_dump") else spec.raw
+                body = json.dumps(raw, ensure_ascii=False, separators=(",", ":"), default=str)
+            else:
+                body = json.dumps(
+                    {
+                        "name": spec.name,
+                        "description": spec.description,
+                        "parameters": spec.parameters,
+                    },
+                    ensure_ascii=False,
+                    separators=(",", ":"),
+                    default=str,
+                )
+            total += count(body) * p.args_factor + p.per_tool
+        value = (total, False)
+        self._tools_ref, self._tools_key, self._tools_val = tools, key, value
+        return value
+
+
+def _attr_refs(m: Any, keys: tuple[str, ...]) -> tuple[Any, ...]:
+    if isinstance(m, Mapping):
+        return tuple(m.get(k) for k in keys)
+    return tuple(getattr(m, k, None) for k in keys)
+
+
+def _all_dicts(msgs: Sequence[Any]) -> bool:
+    return all(type(m) is dict for m in msgs)
+
+
+def _is_langchain_message(obj: object) -> bool:
+    return type(obj).__module__.startswith("langchain_core") and hasattr(obj, "content")
+
+
+def _native_format(family: str) -> str:
+    return {"anthropic": "anthropic", "gemini": "gemini"}.get(family, "openai_chat")
+
+
+def _normalize_one(m: Any, index: int, fmt: str) -> tuple[Message]:
+    try:
+        (message,) = normalize_messages([m], fmt)
+    except MessageFormatError as exc:
+        raise MessageFormatError(
+            str(exc).split(": ", 1)[1] if ": " in str(exc) else str(exc), index, exc.field, fmt
+        ) from None
+    return (message,)
+
+
+def estimate_request(
+    messages: Sequence[Any],
+    *,
+    system: Any = None,
+    tools: Sequence[Any] | None = None,
+    model: str | None = None,
+    encoding: str | None = None,
+    max_tokens: int | None = None,
+    format: str | None = None,
+    counter: CounterLike = None,
+) -> RequestEstimate:
+    """Estimate the input tokens of one request, broken down by component.
+
+    Args:
+        messages: The conversation in any supported format (see :mod:`ctxbudget.messages`),
+            or LangChain messages.
+        system: A system prompt kept outside ``messages`` (Anthropic ``system``, Gemini
+            ``system_instruction``): a string, text blocks or a content.
+        tools: Tool definitions in any provider's shape.
+        model: Model name: selects the framing profile and the default encoding.
+        encoding: Encoding for estimates (overrides the model's).
+        max_tokens: The request's output cap, reported as ``reserved_output``.
+        format: Message format; detected when ``None``.
+        counter: Exact text counter instead of the estimator: a
+            :class:`ctxbudget.counting.TokenCounter` (its EXACT/ESTIMATE label is kept) or any
+            ``Callable[[str], int]`` (taken as exact unless it has ``exact = False``).
+
+    Returns:
+        A :class:`RequestEstimate`.
+
+    Raises:
+        MessageFormatError: A malformed message (names its index and field).
+
+    For a conversation estimated every turn, keep a :class:`RequestEstimator` instead: it
+    does not re-count unchanged messages.
+
+    >>> tools = [{"type": "function",
+    ...           "function": {"name": "bash", "parameters": {"type": "object"}}}]
+    >>> est = estimate_request(
+    ...     [{"role": "user", "content": "List the files."},
+    ...      {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function",
+    ...       "function": {"name": "bash", "arguments": "{\\"command\\": \\"ls\\"}"}}]},
+    ...      {"role": "tool", "tool_call_id": "c1", "content": "README.md"}],
+    ...     tools=tools, model="gpt-4o")
+    >>> len(est.per_message), est.tools > 0, est.format
+    (3, True, 'openai_chat')
+    """
+    estimator = RequestEstimator(model, encoding=encoding, format=format, counter=counter)
+    return estimator.estimate(messages, system=system, tools=tools, max_tokens=max_tokens)

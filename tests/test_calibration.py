@@ -1,0 +1,178 @@
+"""CalibrationTracker: usage parsing, anchored estimates, fallbacks, robustness, threads."""
+
+from __future__ import annotations
+
+import threading
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from ctxbudget.calibration import CalibrationTracker, reported_input_tokens
+from ctxbudget.request import estimate_request
+
+from .test_request import text_chat
+
+
+@pytest.mark.parametrize(
+    ("usage", "expected"),
+    [
+        (1234, 1234),
+        ({"prompt_tokens": 900, "completion_tokens": 10}, 900),
+        ({"input_tokens": 80, "output_tokens": 5}, 80),
+        (
+            {
+                "input_tokens": 80,
+                "cache_creation_input_tokens": 20,
+                "cache_read_input_tokens": 1000,
+            },
+            1100,
+        ),
+        ({"prompt_token_count": 777}, 777),
+        ({"promptTokenCount": 778}, 778),
+        (SimpleNamespace(prompt_tokens=55, completion_tokens=1), 55),
+        ({"completion_tokens": 3}, None),
+        (None, None),
+    ],
+)
+def test_reported_input_tokens(usage: Any, expected: int | None) -> None:
+    assert reported_input_tokens(usage) == expected
+
+
+def test_reported_from_sdk_objects() -> None:
+    openai_types = pytest.importorskip("openai.types")
+    usage = openai_types.CompletionUsage(prompt_tokens=321, completion_tokens=5, total_tokens=326)
+    assert reported_input_tokens(usage) == 321
+    anthropic_types = pytest.importorskip("anthropic.types")
+    au = anthropic_types.Usage(input_tokens=10, output_tokens=2, cache_read_input_tokens=90)
+    assert reported_input_tokens(au) == 100
+
+
+def test_overflow_info_is_an_exact_measurement() -> None:
+    from ctxbudget.overflow import classify_overflow
+
+    info = classify_overflow(
+        "This model's maximum context length is 128000 tokens. However, your messages "
+        "resulted in 130000 tokens. Please reduce the length of the messages."
+    )
+    assert info is not None
+    assert reported_input_tokens(info) == 130_000
+    tracker = CalibrationTracker("gpt-4o")
+    history = text_chat(3)
+    assert tracker.observe_overflow(history, info)
+    est = tracker.estimate([*history, {"role": "user", "content": "x"}])
+    assert est.anchored and est.anchor_tokens == 130_000
+    vague = SimpleNamespace(measured_input_tokens=None)
+    assert not tracker.observe_overflow(history, vague)
+    with pytest.raises(TypeError):
+        reported_input_tokens(True)
+
+
+def test_cold_then_anchored() -> None:
+    tracker = CalibrationTracker("gpt-4o")
+    history = text_chat(4)
+    raw = estimate_request(history, model="gpt-4o").total
+    first = tracker.estimate(history)
+    assert not first.anchored
+    assert first.total == round(raw * 1.05)  # cold margin before any usage
+    assert tracker.observe(history, {"prompt_tokens": raw + 500})
+    grown = [*history, {"role": "user", "content": "next question " * 20}]
+    est = tracker.estimate(grown)
+    added = sum(est.raw.per_message[len(history) :])
+    assert est.anchored and est.anchor_tokens == raw + 500
+    assert est.total == raw + 500 + round(added * est.factor)
+    state = tracker.state()
+    assert state.observations == 1 and state.last_reported == raw + 500
+    assert state.cold_samples == 1 and state.delta_samples == 0
+
+
+def test_learns_delta_factor_robustly() -> None:
+    tracker = CalibrationTracker("gpt-4o", prior_weight=0)
+    history: list[dict[str, Any]] = [{"role": "user", "content": "start"}]
+    reported = 100
+    tracker.observe(history, reported)
+    for i in range(30):
+        history = [*history, {"role": "user", "content": f"message number {i} " * 30}]
+        added = estimate_request(history, model="gpt-4o").per_message[-1]
+        factor = 1.2 if i != 7 else 5.0  # one wild outlier
+        reported += round(added * factor)
+        tracker.observe(history, reported)
+    assert tracker.delta_factor == pytest.approx(1.2, abs=0.02)
+    nxt = [*history, {"role": "user", "content": "final " * 50}]
+    est = tracker.estimate(nxt)
+    truth = reported + round(est.raw.per_message[-1] * 1.2)
+    assert abs(est.total - truth) <= 2
+
+
+def test_compaction_falls_back_to_scaled_cold() -> None:
+    tracker = CalibrationTracker("gpt-4o")
+    history = text_chat(6)
+    raw = estimate_request(history, model="gpt-4o").total
+    tracker.observe(history, int(raw * 1.1))
+    compacted = [{"role": "user", "content": "Summary of the work so far."}, *history[-3:]]
+    est = tracker.estimate(compacted)
+    assert not est.anchored
+    assert est.factor == pytest.approx(tracker.cold_factor)
+    assert est.total == round(est.raw.total * est.factor)
+    edited = [dict(m) for m in history]
+    edited[1]["content"] = "edited"
+    assert not tracker.estimate([*edited, {"role": "user", "content": "more"}]).anchored
+    other_tools = [{"name": "t", "input_schema": {"type": "object"}}]
+    assert not tracker.estimate(
+        [*history, {"role": "user", "content": "x"}], tools=other_tools
+    ).anchored
+
+
+def test_equal_but_rebuilt_dicts_still_anchor() -> None:
+    tracker = CalibrationTracker("gpt-4o")
+    history = text_chat(2)
+    tracker.observe(history, 500)
+    rebuilt = [dict(m) for m in history] + [{"role": "user", "content": "hi"}]
+    assert tracker.estimate(rebuilt).anchored
+
+
+def test_conversations_are_kept_apart() -> None:
+    tracker = CalibrationTracker("gpt-4o", max_conversations=2)
+    a, b = text_chat(2), text_chat(3)
+    tracker.observe(a, 400, conversation="a")
+    tracker.observe(b, 600, conversation="b")
+    assert (
+        tracker.estimate([*a, {"role": "user", "content": "x"}], conversation="a").anchor_tokens
+        == 400
+    )
+    assert (
+        tracker.estimate([*b, {"role": "user", "content": "x"}], conversation="b").anchor_tokens
+        == 600
+    )
+    tracker.observe(a, 400, conversation="c")
+    assert tracker.state().conversations == 2
+    assert not tracker.estimate(a, conversation="a").anchored
+    tracker.reset()
+    assert tracker.state().observations == 0
+
+
+def test_thread_safe() -> None:
+    tracker = CalibrationTracker("gpt-4o")
+    errors: list[BaseException] = []
+
+    def loop(k: int) -> None:
+        try:
+            history: list[dict[str, Any]] = [{"role": "user", "content": f"task {k}"}]
+            reported = 50
+            for i in range(40):
+                tracker.estimate(history, conversation=k)
+                tracker.observe(history, reported, conversation=k)
+                history = [*history, {"role": "user", "content": f"step {i} " * 10}]
+                reported += 40
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=loop, args=(k,)) for k in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    state = tracker.state()
+    assert state.observations == 240 and state.conversations == 6
+    assert 0.5 <= state.delta_factor <= 2.0

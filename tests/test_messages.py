@@ -1,0 +1,540 @@
+"""Message formats: detection, validation errors, lossless round trips and conversions."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import doctest
+import importlib
+import json
+import struct
+import zlib
+from typing import Any
+
+import pytest
+
+from ctxbudget.messages import (
+    FORMATS,
+    MessageFormatError,
+    convert_messages,
+    convert_tools,
+    detect_format,
+    from_langchain,
+    normalize_messages,
+    normalize_tools,
+    to_langchain,
+    validate_messages,
+)
+
+
+def png(width: int, height: int) -> bytes:
+    """A real (tiny-content) PNG of the given size."""
+    raw = b"".join(b"\x00" + b"\xff\x00\x00" * width for _ in range(height))
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(raw))
+        + chunk(b"IEND", b"")
+    )
+
+
+PNG = png(640, 480)
+PNG_B64 = base64.b64encode(PNG).decode()
+PDF_B64 = base64.b64encode(
+    b"%PDF-1.4\n1 0 obj <</Type /Pages /Count 2>> endobj\n"
+    b"2 0 obj <</Type /Page>> endobj\n3 0 obj <</Type /Page>> endobj\n%%EOF\n"
+).decode()
+ARGS_LS = json.dumps({"command": "ls -la"})
+ARGS_CAT = json.dumps({"command": "cat setup.py"})
+
+CHAT: list[dict[str, Any]] = [
+    {"role": "system", "content": "You are a coding agent."},
+    {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "What is in this screenshot and the repo?"},
+            {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG_B64}"}},
+        ],
+    },
+    {
+        "role": "assistant",
+        "content": "Let me look at both files.",
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "bash", "arguments": ARGS_LS},
+            },
+            {
+                "id": "call_2",
+                "type": "function",
+                "function": {"name": "bash", "arguments": ARGS_CAT},
+            },
+        ],
+    },
+    {"role": "tool", "tool_call_id": "call_1", "content": "total 8\n-rw-r--r-- setup.py"},
+    {"role": "tool", "tool_call_id": "call_2", "content": "from setuptools import setup"},
+    {"role": "assistant", "content": "The repo has one setup.py."},
+]
+
+RESPONSES: list[dict[str, Any]] = [
+    {"role": "developer", "content": "You are a coding agent."},
+    {
+        "role": "user",
+        "content": [
+            {"type": "input_text", "text": "What is in this screenshot?"},
+            {
+                "type": "input_image",
+                "image_url": f"data:image/png;base64,{PNG_B64}",
+                "detail": "high",
+            },
+        ],
+    },
+    {
+        "type": "reasoning",
+        "id": "rs_1",
+        "summary": [{"type": "summary_text", "text": "Need to list files."}],
+        "encrypted_content": "gAAAA-opaque",
+    },
+    {"type": "function_call", "call_id": "call_1", "name": "bash", "arguments": ARGS_LS},
+    {"type": "function_call", "call_id": "call_2", "name": "bash", "arguments": ARGS_CAT},
+    {"type": "function_call_output", "call_id": "call_1", "output": "setup.py"},
+    {"type": "function_call_output", "call_id": "call_2", "output": "from setuptools import setup"},
+    {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": "One setup.py.", "annotations": []}],
+    },
+]
+
+ANTHROPIC: list[dict[str, Any]] = [
+    {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "Summarise the PDF and the image."},
+            {
+                "type": "document",
+                "source": {"type": "base64", "media_type": "application/pdf", "data": PDF_B64},
+            },
+            {
+                "type": "image",
+                "source": {"type": "base64", "media_type": "image/png", "data": PNG_B64},
+                "cache_control": {"type": "ephemeral"},
+            },
+        ],
+    },
+    {
+        "role": "assistant",
+        "content": [
+            {"type": "thinking", "thinking": "Two files to read.", "signature": "sig-abc"},
+            {"type": "text", "text": "Reading both."},
+            {"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {"command": "ls -la"}},
+            {"type": "tool_use", "id": "toolu_2", "name": "bash", "input": {"command": "cat a"}},
+        ],
+    },
+    {
+        "role": "user",
+        "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "a\nb"},
+            {
+                "type": "tool_result",
+                "tool_use_id": "toolu_2",
+                "content": [{"type": "text", "text": "error: no such file"}],
+                "is_error": True,
+            },
+        ],
+    },
+    {"role": "assistant", "content": "Done."},
+]
+
+GEMINI: list[dict[str, Any]] = [
+    {
+        "role": "user",
+        "parts": [
+            {"text": "What is in this picture?"},
+            {"inline_data": {"mime_type": "image/png", "data": PNG}},
+        ],
+    },
+    {
+        "role": "model",
+        "parts": [
+            {"text": "Planning.", "thought": True},
+            {"function_call": {"id": "fc1", "name": "bash", "args": {"command": "ls"}}},
+            {"function_call": {"id": "fc2", "name": "bash", "args": {"command": "pwd"}}},
+        ],
+    },
+    {
+        "role": "user",
+        "parts": [
+            {"function_response": {"id": "fc1", "name": "bash", "response": {"result": "a.py"}}},
+            {"function_response": {"id": "fc2", "name": "bash", "response": {"cwd": "/w"}}},
+        ],
+    },
+    {"role": "model", "parts": [{"text": "Found a.py in /w."}]},
+]
+
+SAMPLES = {
+    "openai_chat": CHAT,
+    "openai_responses": RESPONSES,
+    "anthropic": ANTHROPIC,
+    "gemini": GEMINI,
+}
+
+
+def canonical(fmt: str, messages: list[Any]) -> Any:
+    """The request as the provider sees it: str content == one text part, JSON args by value."""
+
+    def walk(obj: Any) -> Any:
+        if isinstance(obj, dict):
+            out = {k: walk(v) for k, v in obj.items()}
+            if fmt == "openai_chat" and out.get("type") == "function" and "function" in out:
+                out["function"]["arguments"] = json.loads(out["function"]["arguments"])
+            if fmt == "openai_responses" and out.get("type") == "function_call":
+                out["arguments"] = json.loads(out["arguments"])
+            if isinstance(out.get("content"), str) and out.get("type") != "input_text":
+                out["content"] = [{"type": "text", "text": out["content"]}]
+            return out
+        if isinstance(obj, list):
+            return [walk(x) for x in obj]
+        return obj
+
+    return walk(copy.deepcopy(messages))
+
+
+# --------------------------------------------------------------------------- detection
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_detect_each_sample(fmt: str) -> None:
+    assert detect_format(SAMPLES[fmt]) == fmt
+
+
+def test_detect_ambiguous_uses_default() -> None:
+    plain = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    assert detect_format(plain) == "openai_chat"
+    assert detect_format(plain, default="anthropic") == "anthropic"
+
+
+def test_detect_genai_objects() -> None:
+    types = pytest.importorskip("google.genai.types")
+    contents = [types.Content(role="user", parts=[types.Part(text="hi")])]
+    assert detect_format(contents) == "gemini"
+    (message,) = normalize_messages(contents)
+    assert message.parts[0].text == "hi"
+
+
+# --------------------------------------------------------------------------- validation
+
+
+@pytest.mark.parametrize(
+    ("fmt", "messages", "index", "field"),
+    [
+        (
+            "openai_chat",
+            [{"role": "user", "content": "a"}, {"role": "bot", "content": "b"}],
+            1,
+            "role",
+        ),
+        ("openai_chat", [{"role": "tool", "content": "x"}], 0, "tool_call_id"),
+        (
+            "openai_chat",
+            [{"role": "assistant", "tool_calls": [{"id": "c", "function": {"name": "f"}}]}],
+            0,
+            "tool_calls[0].function.arguments",
+        ),
+        (
+            "openai_chat",
+            [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}],
+            0,
+            "content[0].image_url.url",
+        ),
+        (
+            "openai_responses",
+            [{"type": "function_call", "call_id": "c", "name": "f"}],
+            0,
+            "arguments",
+        ),
+        ("anthropic", [{"role": "system", "content": "x"}], 0, "role"),
+        (
+            "anthropic",
+            [
+                {"role": "user", "content": "x"},
+                {"role": "assistant", "content": [{"type": "tool_use"}]},
+            ],
+            1,
+            "content[0].id",
+        ),
+        (
+            "gemini",
+            [{"role": "user", "parts": [{"inline_data": {"data": "AA=="}}]}],
+            0,
+            "parts[0].inline_data.mime_type",
+        ),
+        ("gemini", [{"role": "user", "parts": "hello"}], 0, "parts"),
+    ],
+)
+def test_malformed_names_index_and_field(
+    fmt: str, messages: list[Any], index: int, field: str
+) -> None:
+    with pytest.raises(MessageFormatError) as info:
+        validate_messages(messages, fmt)
+    assert info.value.index == index
+    assert info.value.field == field
+    assert f"message {index}" in str(info.value)
+    assert isinstance(info.value, ValueError)
+
+
+def test_orphan_tool_result_is_reported() -> None:
+    with pytest.raises(MessageFormatError) as info:
+        validate_messages([{"role": "tool", "tool_call_id": "nope", "content": "x"}])
+    assert info.value.index == 0 and info.value.field == "tool_call_id"
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_valid_samples_validate(fmt: str) -> None:
+    assert validate_messages(SAMPLES[fmt]) == fmt
+
+
+def test_not_a_list() -> None:
+    with pytest.raises(MessageFormatError):
+        normalize_messages({"role": "user", "content": "x"}, "openai_chat")  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- round trips
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_same_format_round_trip_is_exact(fmt: str) -> None:
+    before = copy.deepcopy(SAMPLES[fmt])
+    out = convert_messages(SAMPLES[fmt], fmt)
+    assert out.messages == SAMPLES[fmt]
+    assert SAMPLES[fmt] == before  # the caller's messages are untouched
+
+
+def test_chat_round_trip_keeps_content_styles_and_extras() -> None:
+    msgs = [
+        {"role": "user", "content": [{"type": "text", "text": "hi"}], "name": "ann"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c",
+                    "type": "function",
+                    "function": {"name": "f", "arguments": "{}"},
+                    "index": 0,
+                }
+            ],
+            "function_call": None,
+            "provider_specific_fields": None,
+        },
+        {"role": "tool", "tool_call_id": "c", "content": [{"type": "text", "text": "ok"}]},
+        {"role": "assistant", "content": "", "reasoning_content": "thought"},
+    ]
+    assert convert_messages(msgs, "openai_chat").messages == msgs
+
+
+PAIRS = [(a, b) for a in FORMATS for b in FORMATS if a != b]
+
+
+@pytest.mark.parametrize(("src", "dst"), PAIRS)
+def test_cross_format_there_and_back(src: str, dst: str) -> None:
+    sample = SAMPLES[src]
+    lossy = {
+        ("anthropic", "openai_chat"),  # thinking signature, PDF ok, signature not
+        ("anthropic", "openai_responses"),
+        ("anthropic", "gemini"),
+        ("openai_responses", "openai_chat"),  # encrypted reasoning
+        ("openai_responses", "anthropic"),
+        ("openai_responses", "gemini"),
+        ("gemini", "anthropic"),  # a Gemini thought has no Anthropic signature
+    }
+    if (src, dst) in lossy:
+        with pytest.raises(MessageFormatError):
+            convert_messages(sample, dst)
+        return
+    there = convert_messages(sample, dst)
+    back = convert_messages(there.messages, src, source=dst, system=there.system)
+    if src == "gemini":
+        assert canonical(src, back.messages) == canonical(src, _b64_inline(sample))
+    else:
+        assert canonical(src, back.messages) == canonical(src, sample)
+
+
+def _b64_inline(messages: list[Any]) -> list[Any]:
+    """Gemini inline bytes come back as the base64 text the other formats carry."""
+    out = copy.deepcopy(messages)
+    for content in out:
+        for part in content["parts"]:
+            blob = part.get("inline_data")
+            if blob and isinstance(blob["data"], bytes):
+                blob["data"] = base64.b64encode(blob["data"]).decode()
+    return out
+
+
+@pytest.mark.parametrize("dst", ["openai_responses", "anthropic", "gemini"])
+def test_lossy_parts_dropped_when_not_strict(dst: str) -> None:
+    out = convert_messages(ANTHROPIC, "openai_chat", strict=False)
+    assert all("signature" not in json.dumps(m) for m in out.messages)
+    again = convert_messages(out.messages, dst, strict=False)
+    assert again.messages
+
+
+def test_chat_to_anthropic_merges_parallel_results_and_splits_system() -> None:
+    out = convert_messages(CHAT, "anthropic")
+    assert out.system == "You are a coding agent."
+    roles = [m["role"] for m in out.messages]
+    assert roles == ["user", "assistant", "user", "assistant"]
+    results = out.messages[2]["content"]
+    assert [b["tool_use_id"] for b in results] == ["call_1", "call_2"]
+    image = out.messages[0]["content"][1]
+    assert image["source"] == {"type": "base64", "media_type": "image/png", "data": PNG_B64}
+
+
+def test_anthropic_to_chat_splits_tool_results() -> None:
+    out = convert_messages(ANTHROPIC, "openai_chat", strict=False)
+    tools = [m for m in out.messages if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in tools] == ["toolu_1", "toolu_2"]
+    assert out.messages[0]["content"][1]["type"] == "file"
+    calls = out.messages[1]["tool_calls"]
+    assert [json.loads(c["function"]["arguments"]) for c in calls] == [
+        {"command": "ls -la"},
+        {"command": "cat a"},
+    ]
+
+
+def test_gemini_without_ids_gets_stable_ids_and_drops_them_back() -> None:
+    contents = [
+        {"role": "user", "parts": [{"text": "go"}]},
+        {
+            "role": "model",
+            "parts": [{"function_call": {"name": "bash", "args": {"command": "ls"}}}],
+        },
+        {
+            "role": "user",
+            "parts": [{"function_response": {"name": "bash", "response": {"result": "x"}}}],
+        },
+    ]
+    chat = convert_messages(contents, "openai_chat").messages
+    call_id = chat[1]["tool_calls"][0]["id"]
+    assert call_id.startswith("ctxb_call_")
+    assert chat[2] == {"role": "tool", "tool_call_id": call_id, "content": "x"} or chat[2][
+        "tool_call_id"
+    ].startswith("ctxb_call_")
+    back = convert_messages(chat, "gemini").messages
+    assert back[1]["parts"][0]["function_call"] == {"name": "bash", "args": {"command": "ls"}}
+
+
+def test_gemini_camel_case_is_read() -> None:
+    contents = [
+        {"role": "user", "parts": [{"inlineData": {"mimeType": "image/png", "data": PNG_B64}}]},
+        {"role": "model", "parts": [{"functionCall": {"name": "f", "args": {}}}]},
+    ]
+    messages = normalize_messages(contents)
+    assert messages[0].parts[0].kind == "image"
+    assert messages[1].parts[0].kind == "tool_call"
+
+
+def test_tool_result_text_to_gemini_and_back() -> None:
+    for text in ["plain", '{"a": 1}', '{"result": "x"}', "", '{"a":1}', "[1, 2]"]:
+        chat = [
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c", "content": text},
+        ]
+        gem = convert_messages(chat, "gemini").messages
+        back = convert_messages(gem, "openai_chat").messages
+        assert back[1]["content"] == text
+
+
+# --------------------------------------------------------------------------- tools
+
+TOOL_SHAPES = {
+    "openai_chat": [
+        {
+            "type": "function",
+            "function": {"name": "bash", "description": "Run", "parameters": {"type": "object"}},
+        }
+    ],
+    "openai_responses": [
+        {"type": "function", "name": "bash", "description": "Run", "parameters": {"type": "object"}}
+    ],
+    "anthropic": [{"name": "bash", "description": "Run", "input_schema": {"type": "object"}}],
+    "gemini": [
+        {
+            "function_declarations": [
+                {"name": "bash", "description": "Run", "parameters_json_schema": {"type": "object"}}
+            ]
+        }
+    ],
+}
+
+
+@pytest.mark.parametrize("src", FORMATS)
+@pytest.mark.parametrize("dst", FORMATS)
+def test_tools_convert_between_shapes(src: str, dst: str) -> None:
+    assert convert_tools(TOOL_SHAPES[src], dst) == TOOL_SHAPES[dst]
+
+
+def test_builtin_tools_are_kept_but_not_converted() -> None:
+    specs = normalize_tools([{"type": "web_search_20250305", "name": "web_search"}])
+    assert specs[0].parameters is None and specs[0].kind == "web_search_20250305"
+    with pytest.raises(MessageFormatError):
+        convert_tools([{"type": "web_search_20250305", "name": "web_search"}], "openai_chat")
+
+
+def test_genai_tool_objects() -> None:
+    types = pytest.importorskip("google.genai.types")
+    tool = types.Tool(
+        function_declarations=[
+            types.FunctionDeclaration(
+                name="bash", description="Run", parameters_json_schema={"type": "object"}
+            )
+        ]
+    )
+    assert normalize_tools([tool])[0].name == "bash"
+
+
+# --------------------------------------------------------------------------- LangChain
+
+
+def test_langchain_adapter_round_trip() -> None:
+    pytest.importorskip("langchain_core")
+    lc = to_langchain(CHAT)
+    assert [type(m).__name__ for m in lc][:3] == ["SystemMessage", "HumanMessage", "AIMessage"]
+    assert len(lc[2].tool_calls) == 2
+    back = from_langchain(lc)
+    assert [m["role"] for m in back] == [m["role"] for m in CHAT]
+    assert back[3]["tool_call_id"] == "call_1"
+
+
+# --------------------------------------------------------------------------- docs
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "ctxbudget.messages",
+        "ctxbudget.request",
+        "ctxbudget.budget",
+        "ctxbudget.models",
+        "ctxbudget.calibration",
+    ],
+)
+def test_docstring_examples(name: str) -> None:
+    module = importlib.import_module(name)
+    flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+    result = doctest.testmod(module, optionflags=flags)
+    assert result.attempted > 0
+    assert result.failed == 0

@@ -1,0 +1,365 @@
+"""estimate_request: components, framing, media rules, formats, the per-message cache."""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+from typing import Any
+
+import pytest
+
+from ctxbudget import estimate_tokens
+from ctxbudget.messages import MessageFormatError, convert_messages
+from ctxbudget.request import (
+    PROFILES,
+    UNKNOWN_IMAGE_TOKENS,
+    Accuracy,
+    FramingProfile,
+    RequestEstimator,
+    estimate_request,
+    image_size,
+    image_tokens,
+    profile_for,
+)
+
+from .test_messages import ANTHROPIC, CHAT, GEMINI, PDF_B64, PNG, PNG_B64, RESPONSES, png
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "bash",
+            "description": "Execute a bash command",
+            "parameters": {"type": "object", "properties": {"command": {"type": "string"}}},
+        },
+    }
+]
+
+
+def text_chat(n: int = 6) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [{"role": "system", "content": "You are a coding agent."}]
+    for i in range(n):
+        call = {"id": f"c{i}", "type": "function"}
+        call["function"] = {"name": "bash", "arguments": json.dumps({"command": f"cat f{i}.py"})}
+        out.append({"role": "user", "content": f"Please check file {i}."})
+        out.append({"role": "assistant", "content": "Reading it.", "tool_calls": [call]})
+        out.append(
+            {"role": "tool", "tool_call_id": f"c{i}", "content": f"def f{i}():\n    return {i}\n"}
+        )
+    return out
+
+
+def test_components_add_up_and_per_message_counts() -> None:
+    msgs = text_chat()
+    est = estimate_request(msgs, tools=TOOLS, model="gpt-4o", max_tokens=512)
+    assert est.total == est.system + est.conversation + est.tools + est.framing
+    assert len(est.per_message) == len(msgs)
+    assert est.reserved_output == 512
+    assert est.accuracy is Accuracy.ESTIMATE
+    assert est.format == "openai_chat" and est.profile == "openai" and est.encoding == "o200k"
+    assert est.system == estimate_tokens("You are a coding agent.", "o200k")
+    # per-message totals carry text + framing; their sum plus request framing and tools is the total
+    assert sum(est.per_message) + est.tools + PROFILES["openai"].per_request == pytest.approx(
+        est.total, abs=len(msgs)
+    )
+
+
+def test_openai_framing_matches_cookbook_rule() -> None:
+    msgs = [
+        {"role": "user", "content": "hello"},
+        {"role": "assistant", "content": "hi", "name": "bot"},
+    ]
+    est = estimate_request(msgs, model="gpt-4o")
+    assert est.framing == 3 * 2 + 1 + 3  # per message, name, reply priming
+
+
+def test_tool_schemas_are_counted_with_framing() -> None:
+    msgs = [{"role": "user", "content": "hi"}]
+    bare = estimate_request(msgs, model="claude-sonnet-4-5")
+    with_tools = estimate_request(msgs, tools=TOOLS, model="claude-sonnet-4-5")
+    assert with_tools.tools >= PROFILES["anthropic"].tools_preamble
+    assert with_tools.total - bare.total == with_tools.tools
+
+
+def test_system_parameter_counts_as_system() -> None:
+    est = estimate_request(ANTHROPIC[-1:], system="Be brief. " * 50, model="claude-opus-4-1")
+    assert est.system > 50
+    blocks = [{"type": "text", "text": "Be brief. " * 50, "cache_control": {"type": "ephemeral"}}]
+    assert (
+        estimate_request(ANTHROPIC[-1:], system=blocks, model="claude-opus-4-1").system
+        == est.system
+    )
+
+
+def test_reasoning_content_sent_back_is_counted() -> None:
+    msgs = [{"role": "assistant", "content": "", "reasoning_content": "think " * 100}]
+    assert estimate_request(msgs, model="deepseek-reasoner").conversation > 100
+
+
+# --------------------------------------------------------------------------- media
+
+
+def test_image_size_reads_headers() -> None:
+    assert image_size(png(37, 21)) == (37, 21)
+    gif = b"GIF89a" + (300).to_bytes(2, "little") + (200).to_bytes(2, "little") + b"\x00" * 8
+    assert image_size(gif) == (300, 200)
+    jpeg = (
+        b"\xff\xd8\xff\xe0\x00\x10JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00"
+        b"\xff\xc0\x00\x11\x08"
+        + (600).to_bytes(2, "big")
+        + (800).to_bytes(2, "big")
+        + b"\x03"
+        + b"\x00" * 9
+    )
+    assert image_size(jpeg) == (800, 600)
+    assert image_size(b"not an image") is None
+
+
+@pytest.mark.parametrize(
+    ("w", "h", "rule", "detail", "expected"),
+    [
+        (1024, 1024, "openai", None, 85 + 170 * 4),
+        (4096, 2048, "openai", "high", 85 + 170 * 6),  # 2048x1024 -> 1536x768 -> 3x2 tiles
+        (640, 480, "openai", None, 85 + 170 * 2),
+        (640, 480, "openai", "low", 85),
+        (1000, 1000, "anthropic", None, 1334),
+        (4000, 3000, "anthropic", None, 1600),
+        (384, 384, "gemini", None, 258),
+        (1000, 500, "gemini", None, 258 * 2),
+        (None, None, "openai", None, UNKNOWN_IMAGE_TOKENS["openai"]),
+        (None, None, "anthropic", None, UNKNOWN_IMAGE_TOKENS["anthropic"]),
+    ],
+)
+def test_image_rules(
+    w: int | None, h: int | None, rule: str, detail: str | None, expected: int
+) -> None:
+    assert image_tokens(w, h, rule, detail) == expected
+
+
+def test_images_cost_by_provider_rule_not_base64_length() -> None:
+    chat = estimate_request(CHAT, model="gpt-4o")
+    assert chat.components.attachments == 85 + 170 * 2  # 640x480 PNG
+    assert chat.total < 2_000  # the base64 payload is not counted as text
+    anthropic = estimate_request(ANTHROPIC, model="claude-sonnet-4-5")
+    assert anthropic.components.attachments == 410 + 2 * 3_000  # image + 2-page PDF
+    gemini = estimate_request(GEMINI, model="gemini-2.5-pro")
+    assert gemini.components.attachments == 258
+
+
+def test_unknown_image_size_is_conservative() -> None:
+    msgs = [
+        {
+            "role": "user",
+            "content": [{"type": "image_url", "image_url": {"url": "https://x/y.png"}}],
+        }
+    ]
+    est = estimate_request(msgs, model="gpt-4o")
+    assert est.components.attachments == UNKNOWN_IMAGE_TOKENS["openai"]
+
+
+# --------------------------------------------------------------------------- formats
+
+
+@pytest.mark.parametrize(
+    ("messages", "fmt"),
+    [
+        (CHAT, "openai_chat"),
+        (RESPONSES, "openai_responses"),
+        (ANTHROPIC, "anthropic"),
+        (GEMINI, "gemini"),
+    ],
+)
+def test_every_format_estimates(messages: list[Any], fmt: str) -> None:
+    est = estimate_request(messages)
+    assert est.format == fmt
+    assert est.total > 0 and len(est.per_message) == len(messages)
+
+
+@pytest.mark.parametrize("target", ["openai_responses", "anthropic", "gemini"])
+def test_same_conversation_same_text_count_in_every_format(target: str) -> None:
+    chat = text_chat()
+    converted = convert_messages(chat, target)
+    a = estimate_request(chat, model="gpt-4o")
+    b = estimate_request(converted.messages, system=converted.system, model="gpt-4o")
+    text_a = a.system + a.conversation
+    text_b = b.system + b.conversation
+    tolerance = 0.15 if target == "gemini" else 0.02  # Gemini wraps tool results in JSON
+    assert abs(text_b - text_a) <= tolerance * text_a
+
+
+def test_genai_contents_and_langchain_messages() -> None:
+    types = pytest.importorskip("google.genai.types")
+    contents = [types.Content(role="user", parts=[types.Part(text="hello there")])]
+    assert estimate_request(contents).format == "gemini"
+    messages_mod = pytest.importorskip("langchain_core.messages")
+    lc = [messages_mod.HumanMessage("hello there")]
+    assert (
+        estimate_request(lc, model="gpt-4o").conversation
+        == estimate_request(
+            [{"role": "user", "content": "hello there"}], model="gpt-4o"
+        ).conversation
+    )
+
+
+def test_malformed_message_names_index_and_field() -> None:
+    msgs = [
+        *text_chat(1),
+        {"role": "assistant", "tool_calls": [{"id": "x", "function": {"name": 3}}]},
+    ]
+    with pytest.raises(MessageFormatError) as info:
+        estimate_request(msgs)
+    assert info.value.index == len(msgs) - 1
+    assert info.value.field == "tool_calls[0].function"
+    with pytest.raises(MessageFormatError) as info:
+        estimate_request([{"role": "user", "parts": [{"inline_data": {"data": "AA=="}}]}])
+    assert info.value.index == 0 and "mime_type" in info.value.field
+
+
+def test_profiles_and_models() -> None:
+    assert profile_for("deepseek-chat").name == "deepseek"
+    assert profile_for("claude-3-5-haiku-20241022").name == "anthropic"
+    assert profile_for("some-unknown-model").name == "default"
+    assert profile_for(None).name == "default"
+    assert estimate_request([{"role": "user", "content": "x"}], model="gpt-4").encoding == "cl100k"
+    with pytest.raises(ValueError, match="encoding"):
+        RequestEstimator(encoding="nope")
+
+
+# --------------------------------------------------------------------------- exact counting
+
+
+def test_exact_counter_and_accuracy() -> None:
+    def count(text: str) -> int:
+        return len(text.split())
+
+    exact = FramingProfile("exact", "o200k", 3, 3, exact=True)
+    msgs = [{"role": "user", "content": "one two three"}]
+    est = RequestEstimator(counter=count, profile=exact).estimate(msgs)
+    assert est.conversation == 3 and est.accuracy is Accuracy.EXACT
+    with_image = [*msgs, CHAT[1]]
+    assert (
+        RequestEstimator(counter=count, profile=exact).estimate(with_image).accuracy
+        is Accuracy.EXACT
+    )
+    url_image = [
+        {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://a/b"}}]}
+    ]
+    unknown = RequestEstimator(counter=count, profile=exact).estimate(url_image)
+    assert unknown.accuracy is Accuracy.ESTIMATE
+
+    class Rough:
+        exact = False
+
+        def __call__(self, text: str) -> int:
+            return len(text) // 4
+
+    assert (
+        RequestEstimator(counter=Rough(), profile=exact).estimate(msgs).accuracy
+        is Accuracy.ESTIMATE
+    )
+
+
+def test_token_counter_objects_keep_their_label() -> None:
+    counting = pytest.importorskip("ctxbudget.counting")
+    exact = FramingProfile("exact", "o200k", 3, 3, exact=True)
+    msgs = [{"role": "user", "content": "one two three"}]
+    by_words = counting.TokenCounter.from_callable(lambda t: len(t.split()), "words")
+    est = RequestEstimator(counter=by_words, profile=exact).estimate(msgs)
+    assert est.conversation == 3 and est.accuracy is Accuracy.EXACT
+    rough = counting.TokenCounter.estimator("o200k")
+    assert RequestEstimator(counter=rough, profile=exact).estimate(msgs).accuracy is (
+        Accuracy.ESTIMATE
+    )
+    with pytest.raises(TypeError):
+        RequestEstimator(counter=42)
+    assert estimate_request(msgs, model="llama-3.3-70b").encoding == "llama3"
+    assert estimate_request(msgs, model="deepseek-chat").encoding == "o200k"  # fitted profile
+
+
+# --------------------------------------------------------------------------- the cache
+
+
+def test_append_reuses_and_matches_cold() -> None:
+    est = RequestEstimator("gpt-4o")
+    history = text_chat(20)
+    est.estimate(history, tools=TOOLS)
+    calls: list[str] = []
+    original = est._count_fn
+
+    def spy() -> Any:
+        fn = original()
+
+        def count(text: str) -> int:
+            calls.append(text)
+            return fn(text)
+
+        return count
+
+    est._count_fn = spy  # type: ignore[method-assign]
+    history = [*history, {"role": "user", "content": "and now the tests"}]
+    warm = est.estimate(history, tools=TOOLS)
+    assert calls == ["and now the tests"]  # only the new message was counted
+    assert warm == estimate_request(history, tools=TOOLS, model="gpt-4o")
+
+
+def test_replaced_content_is_noticed_nested_mutation_needs_invalidate() -> None:
+    est = RequestEstimator("gpt-4o")
+    history = text_chat(3)
+    before = est.estimate(history).total
+    history[2]["content"] = "a much longer replacement text " * 20  # new object: noticed
+    changed = est.estimate(history).total
+    assert changed > before
+    assert changed == estimate_request(copy.deepcopy(history), model="gpt-4o").total
+
+    parts = [{"role": "user", "content": [{"type": "text", "text": "short"}]}]
+    first = est.estimate(parts).total
+    parts[0]["content"].append({"type": "text", "text": "added in place " * 30})
+    assert est.estimate(parts).total == first  # in-place nested edit: not seen
+    est.invalidate(parts[0])
+    assert est.estimate(parts).total > first
+    est.invalidate()
+    assert est.estimate(parts).total == estimate_request(parts, model="gpt-4o").total
+
+
+def test_removed_messages_recount_from_cache() -> None:
+    est = RequestEstimator("gpt-4o")
+    history = text_chat(10)
+    est.estimate(history)
+    pruned = history[:1] + history[10:]
+    assert est.estimate(pruned) == estimate_request(pruned, model="gpt-4o")
+
+
+def test_shared_estimator_is_thread_safe() -> None:
+    est = RequestEstimator("gpt-4o")
+    histories = [text_chat(n) for n in range(1, 9)]
+    expected = [estimate_request(h, model="gpt-4o").total for h in histories]
+    errors: list[BaseException] = []
+
+    def work(k: int) -> None:
+        try:
+            for _ in range(30):
+                for h, e in zip(histories[k % 2 :: 2], expected[k % 2 :: 2], strict=True):
+                    assert est.estimate(h).total == e
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+
+
+def test_pdf_page_count_and_png_b64() -> None:
+    doc = [
+        {
+            "role": "user",
+            "content": [
+                {"type": "file", "file": {"file_data": f"data:application/pdf;base64,{PDF_B64}"}}
+            ],
+        }
+    ]
+    assert estimate_request(doc, model="gpt-4o").components.attachments == 2 * 1_500
+    assert image_size(PNG) == (640, 480) and PNG_B64
