@@ -10,10 +10,12 @@ True
 
 from __future__ import annotations
 
+import logging
 from importlib.metadata import PackageNotFoundError, version
 
 from ctxbudget.budget import BudgetViolation, ContextWindowBudget
 from ctxbudget.calibration import CalibratedEstimate, CalibrationTracker
+from ctxbudget.compact import CompactionError, CompactResult, acompact, compact
 from ctxbudget.counting import (
     Accuracy,
     TokenCount,
@@ -31,6 +33,7 @@ from ctxbudget.errors import (
     DocumentsExtraMissingError,
     FileTooLargeError,
 )
+from ctxbudget.events import ContextEvent
 from ctxbudget.messages import (
     MessageFormatError,
     convert_messages,
@@ -41,6 +44,7 @@ from ctxbudget.messages import (
 from ctxbudget.models import ModelInfo, model_info, register_model
 from ctxbudget.overflow import OverflowInfo, classify_overflow
 from ctxbudget.pairing import EventKind, PairingViolation, validate_pairing
+from ctxbudget.prune import PruneConfig, Pruner, PruneResult, prune
 from ctxbudget.request import RequestEstimate, RequestEstimator, estimate_request
 from ctxbudget.selection import Selection, select_largest
 from ctxbudget.tokens import DEFAULT_ENCODING, ENCODINGS, estimate_batch, estimate_tokens
@@ -54,11 +58,15 @@ from ctxbudget.tool_output import (
     truncate_output,
     validate_text,
 )
+from ctxbudget.turns import PairingError
 
 try:
     __version__ = version("ctxbudget")
 except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0.0.0"
+
+# A library logs, the application decides where logs go (no "No handler" output by default).
+logging.getLogger("ctxbudget").addHandler(logging.NullHandler())
 
 #: SPEC C2 name for :func:`read_tool_file`.
 read_document = read_tool_file
@@ -71,7 +79,10 @@ __all__ = [
     "BudgetViolation",
     "CalibratedEstimate",
     "CalibrationTracker",
+    "CompactResult",
+    "CompactionError",
     "ContextBudgetError",
+    "ContextEvent",
     "ContextOverflowError",
     "ContextWindowBudget",
     "ContextWindowError",
@@ -83,7 +94,11 @@ __all__ = [
     "MessageFormatError",
     "ModelInfo",
     "OverflowInfo",
+    "PairingError",
     "PairingViolation",
+    "PruneConfig",
+    "PruneResult",
+    "Pruner",
     "RequestEstimate",
     "RequestEstimator",
     "Selection",
@@ -92,8 +107,10 @@ __all__ = [
     "TokenCounter",
     "TruncatedResult",
     "__version__",
+    "acompact",
     "check_text",
     "classify_overflow",
+    "compact",
     "convert_messages",
     "convert_tools",
     "count_tokens",
@@ -105,6 +122,7 @@ __all__ = [
     "estimate_request",
     "estimate_tokens",
     "model_info",
+    "prune",
     "read_document",
     "read_tool_file",
     "register_model",

@@ -1,0 +1,467 @@
+"""Compaction: replace the older part of a conversation by a summary (SPEC E).
+
+:func:`compact` (and :func:`acompact` for an async summarizer) returns a new message list:
+the leading system messages, the summaries kept from earlier compactions, one new summary
+message, and the most recent messages verbatim. The caller's list and dicts are never
+modified; kept messages are the caller's own objects.
+
+- **What is kept** is sized in tokens, not turns (SPEC E2): the most recent messages up to
+  ``keep_tokens`` (default: the fresh-tail rule of :mod:`ctxbudget.prune`, 25% of the usable
+  context within [2000, 8000]), and at least the last message. The cut never splits a tool
+  call from its results (nor, in the Responses format, a reasoning item from the item after
+  it); the output is checked with :func:`ctxbudget.validate_pairing`.
+- **The summarizer** is the caller's ``summarize(prompt, max_tokens) -> str``; no provider SDK
+  is imported here. :mod:`ctxbudget.summary_prompt` builds the prompt (transcript first, in
+  ``<transcript>`` tags, then structured instructions with a word budget) and the output cap.
+- **Hierarchy** (SPEC E2): a new summary covers the messages since the last one; earlier
+  summaries stay as they are until there are ``max_summaries`` (3) of them, then the next
+  compaction condenses them all, with the new messages, into one summary a level higher.
+- **Progress or explicit failure** (SPEC E3): an empty summary, a summary not smaller than
+  what it replaces, a summarizer that raises, or nothing to compact raise
+  :class:`CompactionError` (the summarizer's exception chained); the caller's history is
+  untouched and there is no retry loop. A summarization request that would not fit the
+  window is first reduced: the oldest messages are left out (whole tool-call pairs at a
+  time) until it fits; a summarizer that still reports a context overflow (recognised by
+  :func:`ctxbudget.overflow.classify_overflow`) gets half of what is left, at most
+  ``max_attempts`` calls in all.
+- **Events** (SPEC E4): every compaction emits a :class:`~ctxbudget.events.ContextEvent`
+  (logger ``ctxbudget.compact``, and ``on_event``); a failed one logs a warning.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+from ctxbudget.budget import ContextWindowBudget
+from ctxbudget.events import ContextEvent, EventCallback, Reason, check_reason, emit
+from ctxbudget.messages import FORMATS, MessageFormatError, detect_format
+from ctxbudget.prune import PruneConfig, make_budget
+from ctxbudget.request import RequestEstimator
+from ctxbudget.summary_prompt import (
+    build_prompt,
+    render_messages,
+    summary_level,
+    summary_max_tokens,
+    summary_message,
+    summary_words,
+)
+from ctxbudget.tokens import estimate_tokens
+from ctxbudget.turns import (
+    PairingError,
+    check_pairing,
+    first_text,
+    resolve_ids,
+    safe_cuts,
+    scan,
+)
+
+__all__ = ["CompactResult", "CompactionError", "Summarizer", "acompact", "compact"]
+
+logger = logging.getLogger("ctxbudget.compact")
+
+#: ``summarize(prompt, max_tokens) -> summary text``.
+Summarizer = Callable[[str, int], str]
+AsyncSummarizer = Callable[[str, int], Awaitable[str]]
+
+#: Tokens of chat framing added to the summarization prompt when checking that it fits.
+_PROMPT_FRAMING = 16
+
+
+class CompactionError(RuntimeError):
+    """Compaction could not make progress; the caller's history is unchanged.
+
+    The summarizer's own exception, if it raised, is ``__cause__``.
+
+    Attributes:
+        reason: The compaction's reason (``proactive``, ``retry``, ``overflow``).
+        tokens_before: Request input tokens of the history.
+        attempts: Summarizer calls made.
+    """
+
+    def __init__(self, message: str, *, reason: str, tokens_before: int, attempts: int) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.tokens_before = tokens_before
+        self.attempts = attempts
+
+
+@dataclass(frozen=True, slots=True)
+class CompactResult:
+    """A compacted conversation.
+
+    Attributes:
+        messages: The new list: leading system messages, kept summaries, the new summary
+            message, then the kept recent messages (the caller's objects).
+        summary: The summarizer's text (without the marker line).
+        reason: ``proactive``, ``retry`` or ``overflow``.
+        tokens_before: Request input tokens before.
+        tokens_after: Request input tokens of :attr:`messages`.
+        fits: The compacted request fits the budget.
+        events: The events emitted (one per compaction).
+        summarized: Messages replaced by the summary (earlier summaries condensed included).
+        kept: Messages kept verbatim after the summary.
+        level: The new summary's level (1, or one more than the summaries it condensed).
+    """
+
+    messages: list[Any]
+    summary: str
+    reason: Reason
+    tokens_before: int
+    tokens_after: int
+    fits: bool
+    events: tuple[ContextEvent, ...]
+    summarized: int
+    kept: int
+    level: int
+
+
+class _Compaction:
+    """One compaction, as steps shared by :func:`compact` and :func:`acompact`."""
+
+    def __init__(
+        self,
+        messages: Sequence[Any],
+        *,
+        window: int | None,
+        budget: ContextWindowBudget | None,
+        tools: Sequence[Any] | None,
+        system: Any,
+        model: str | None,
+        format: str | None,
+        max_tokens: int | None,
+        reason: str,
+        keep_tokens: int | None,
+        max_summaries: int,
+        max_attempts: int,
+        max_item_chars: int,
+        encoding: str | None,
+        counter: Any,
+        on_event: EventCallback | None,
+    ) -> None:
+        if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
+            raise MessageFormatError("expected a list of messages", None, "messages", None)
+        if max_summaries < 1 or max_attempts < 1:
+            raise ValueError("max_summaries and max_attempts must be at least 1")
+        self.reason = check_reason(reason)
+        self.msgs = list(messages)
+        fmt = format or detect_format(self.msgs)
+        if fmt not in FORMATS:
+            raise ValueError(f"unknown message format {fmt!r}; expected one of {FORMATS}")
+        self.fmt = fmt
+        self.budget = make_budget(window, budget, model)
+        self.system, self.tools, self.max_tokens = system, tools, max_tokens
+        self.estimator = RequestEstimator(model, encoding=encoding, counter=counter, format=fmt)
+        self.encoding = self.estimator.encoding
+        self.model, self.counter = model, counter
+        self.max_attempts, self.max_item_chars = max_attempts, max_item_chars
+        self.on_event = on_event
+        self.attempts = 0
+
+        est = self.estimator.estimate(self.msgs, system=system, tools=tools, max_tokens=max_tokens)
+        self.before = est
+        per_message = est.per_message
+        try:
+            self.infos = resolve_ids(scan(self.msgs, fmt))
+        except (TypeError, AttributeError, KeyError, IndexError) as exc:
+            raise MessageFormatError(f"malformed message ({exc})", None, "messages", fmt) from exc
+        n = len(self.msgs)
+        head = 0
+        while head < n and self.infos[head].kind == "system":
+            head += 1
+        prior = head
+        while prior < n and self.infos[prior].summary:
+            prior += 1
+
+        # the cut: smallest safe index whose suffix fits keep_tokens, keeping >= 1 message
+        usable = max(0, self.budget.available(max_tokens))
+        keep = keep_tokens if keep_tokens is not None else PruneConfig().tail_tokens(usable)
+        safe = safe_cuts(self.infos)
+        suffix = [0] * (n + 1)
+        for i in range(n - 1, -1, -1):
+            suffix[i] = suffix[i + 1] + per_message[i]
+        # never cut inside the earlier summaries: they are all summarized or all kept
+        n_prior = prior - head
+        cuts = [c for c in range(prior + 1, n) if safe[c]]
+        if cuts:
+            cut = next((c for c in cuts if suffix[c] <= keep), cuts[-1])
+        else:  # nothing new before the last message: condense the summaries, if several
+            cut = prior if n_prior >= 2 and prior < n else head
+        self.cut = cut
+        self.head = head
+        self.condensing = n_prior >= max_summaries or (n_prior >= 2 and cut == prior)
+        self.start = head if self.condensing else prior
+        if cut <= self.start:
+            self.fail(
+                "nothing to compact: only the last message (or tool-call group) is left "
+                "after the system messages and earlier summaries",
+                None,
+            )
+        self.replaced_tokens = sum(per_message[self.start : cut])
+        self.level = 1
+        if self.condensing:
+            levels = [self._level(i) for i in range(head, head + n_prior)]
+            self.level = max([0, *levels]) + 1
+        # units that may be left out of the transcript, oldest first (never a summary)
+        first = head + n_prior
+        self.units = [c for c in range(first, cut + 1) if safe[c] or c == first]
+        self.dropped_units = 0
+        self.entries = render_messages(
+            self.msgs[self.start : cut],
+            fmt,
+            first_index=self.start,
+            max_item_chars=max_item_chars,
+        )
+
+    def _level(self, index: int) -> int:
+        return summary_level(first_text(self.fmt, self.msgs[index])) or 1
+
+    def fail(self, message: str, cause: BaseException | None) -> NoReturn:
+        logger.warning("compaction failed (%s): %s", self.reason, message)
+        error = CompactionError(
+            message, reason=self.reason, tokens_before=self.before.total, attempts=self.attempts
+        )
+        raise error from cause
+
+    # -- the request
+
+    def _dropped_messages(self) -> int:
+        if not self.dropped_units:
+            return 0
+        return self.units[self.dropped_units] - self.units[0]
+
+    def request(self) -> tuple[str, int]:
+        """The prompt and output cap; drops oldest units until the request fits."""
+        while True:
+            dropped = self._dropped_messages()
+            skip = self.units[0] - self.start  # summaries before the droppable units
+            entries = self.entries[:skip] + self.entries[skip + dropped :]
+            transcript_tokens = estimate_tokens("\n\n".join(entries), self.encoding)
+            cap = summary_max_tokens(transcript_tokens, self.budget.window)
+            prompt = build_prompt(
+                entries, summary_words(cap), condensing=self.condensing, omitted=dropped
+            )
+            tokens = estimate_tokens(prompt, self.encoding) + _PROMPT_FRAMING
+            if self.budget.fits(tokens, max_tokens=cap):
+                return prompt, cap
+            if not self._drop(1):
+                self.fail(
+                    f"the summarization request does not fit the window ({tokens:,} tokens "
+                    "even with the oldest messages left out)",
+                    None,
+                )
+
+    def _drop(self, count: int) -> bool:
+        """Leave ``count`` more units out; False when none would be left."""
+        remaining = len(self.units) - 1 - self.dropped_units
+        if remaining <= 1:
+            return False
+        self.dropped_units += min(count, remaining - 1)
+        return True
+
+    def retry_after(self, error: BaseException) -> bool:
+        """After a summarizer error: reduce and retry (overflow only), or give up."""
+        from ctxbudget.errors import ContextWindowError
+        from ctxbudget.overflow import classify_overflow
+
+        overflow = isinstance(error, ContextWindowError) or classify_overflow(error) is not None
+        if not overflow or self.attempts >= self.max_attempts:
+            return False
+        remaining = len(self.units) - 1 - self.dropped_units
+        return self._drop(max(1, remaining // 2))
+
+    # -- the result
+
+    def finish(self, summary: object) -> CompactResult:
+        if not isinstance(summary, str):
+            self.fail(f"the summarizer returned {type(summary).__name__}, not str", None)
+        text = str(summary).strip()
+        if not text:
+            self.fail("the summarizer returned an empty summary", None)
+        message = summary_message(self.fmt, text, self.level)
+        scratch = RequestEstimator(
+            self.model, encoding=self.encoding, counter=self.counter, format=self.fmt
+        )
+        summary_tokens = scratch.estimate([message]).per_message[0]
+        if summary_tokens >= self.replaced_tokens:
+            self.fail(
+                f"the summary ({summary_tokens:,} tokens) is not smaller than the "
+                f"{self.replaced_tokens:,} tokens it would replace",
+                None,
+            )
+        out = [*self.msgs[: self.start], message, *self.msgs[self.cut :]]
+        try:
+            check_pairing(self.infos, resolve_ids(scan(out, self.fmt)), "compaction")
+        except PairingError as exc:  # pragma: no cover - cuts are safe by construction
+            self.fail(str(exc), exc)
+        after = self.estimator.estimate(
+            out, system=self.system, tools=self.tools, max_tokens=self.max_tokens
+        )
+        fits = self.budget.fits(after, max_tokens=self.max_tokens)
+        summarized = self.cut - self.start
+        kept = len(self.msgs) - self.cut
+        event = ContextEvent(
+            action="compact",
+            reason=self.reason,
+            tokens_before=self.before.total,
+            tokens_after=after.total,
+            messages_before=len(self.msgs),
+            messages_after=len(out),
+            fits=fits,
+            kept=kept,
+            summarized=summarized,
+            condensed=sum(1 for i in range(self.start, self.cut) if self.infos[i].summary),
+            dropped=self._dropped_messages(),
+            attempts=self.attempts,
+            summary_tokens=summary_tokens,
+        )
+        emit(event, self.on_event)
+        return CompactResult(
+            messages=out,
+            summary=text,
+            reason=self.reason,
+            tokens_before=self.before.total,
+            tokens_after=after.total,
+            fits=fits,
+            events=(event,),
+            summarized=summarized,
+            kept=kept,
+            level=self.level,
+        )
+
+
+def compact(
+    messages: Sequence[Any],
+    summarize: Summarizer,
+    *,
+    window: int | None = None,
+    tools: Sequence[Any] | None = None,
+    system: Any = None,
+    model: str | None = None,
+    format: str | None = None,
+    reason: str = "proactive",
+    max_tokens: int | None = None,
+    budget: ContextWindowBudget | None = None,
+    keep_tokens: int | None = None,
+    max_summaries: int = 3,
+    max_attempts: int = 3,
+    max_item_chars: int = 4_000,
+    encoding: str | None = None,
+    counter: Any = None,
+    on_event: EventCallback | None = None,
+) -> CompactResult:
+    """Summarize the older part of a conversation; keep the recent part verbatim.
+
+    Args:
+        messages: The conversation, in any supported format. Never modified.
+        summarize: ``summarize(prompt, max_tokens) -> str``: calls the caller's model.
+        window: Context window in tokens (or give ``budget``); also sizes the summary cap.
+        tools: Tool definitions sent with the request (counted).
+        system: A system prompt kept outside ``messages`` (counted).
+        model: Model name (framing, encoding, max output for the reserve).
+        format: Message format; detected when ``None``.
+        reason: ``proactive``, ``retry`` or ``overflow``; recorded in the event.
+        max_tokens: The request's output cap (the budget's reserve uses it).
+        budget: The budget to check against (default: ``window``, reserve rule of SPEC B2).
+        keep_tokens: Tokens of recent messages kept verbatim (default: 25% of the usable
+            context within [2000, 8000]); at least the last message is kept.
+        max_summaries: Summaries kept side by side before the next compaction condenses
+            them into one.
+        max_attempts: Summarizer calls at most (overflow retries included).
+        max_item_chars: Characters of one message or tool output in the transcript.
+        encoding: Encoding for estimates.
+        counter: Exact text counter for the estimates.
+        on_event: Called with the :class:`~ctxbudget.events.ContextEvent`.
+
+    Returns:
+        A :class:`CompactResult`.
+
+    Raises:
+        CompactionError: No progress possible: nothing to compact, the summarizer failed or
+            returned a summary not smaller than what it replaces (history unchanged).
+        MessageFormatError: Malformed messages.
+
+    >>> history = [{"role": "system", "content": "You fix bugs."}]
+    >>> for i in range(30):
+    ...     history += [{"role": "user", "content": f"Step {i}: " + "details " * 200},
+    ...                 {"role": "assistant", "content": f"Done with step {i}."}]
+    >>> def summarize(prompt: str, max_tokens: int) -> str:
+    ...     return "## Goal\\nFix the bugs, step by step.\\n## Progress\\nSteps 0-27 done."
+    >>> result = compact(history, summarize, window=16_000)
+    >>> result.tokens_after < result.tokens_before, result.fits, result.messages[0] is history[0]
+    (True, True, True)
+    >>> print(result.messages[1]["content"].splitlines()[0])
+    [ctxbudget summary v1 level=1]
+    >>> result.summarized + result.kept + 1 == len(history), len(history)
+    (True, 61)
+    """
+    plan = _Compaction(
+        messages, window=window, budget=budget, tools=tools, system=system, model=model,
+        format=format, max_tokens=max_tokens, reason=reason, keep_tokens=keep_tokens,
+        max_summaries=max_summaries, max_attempts=max_attempts, max_item_chars=max_item_chars,
+        encoding=encoding, counter=counter, on_event=on_event,
+    )  # fmt: skip
+    while True:
+        prompt, cap = plan.request()
+        plan.attempts += 1
+        try:
+            text = summarize(prompt, cap)
+        except Exception as exc:
+            if plan.retry_after(exc):
+                continue
+            plan.fail(f"the summarizer raised {type(exc).__name__}: {exc}", exc)
+        return plan.finish(text)
+
+
+async def acompact(
+    messages: Sequence[Any],
+    summarize: AsyncSummarizer | Summarizer,
+    *,
+    window: int | None = None,
+    tools: Sequence[Any] | None = None,
+    system: Any = None,
+    model: str | None = None,
+    format: str | None = None,
+    reason: str = "proactive",
+    max_tokens: int | None = None,
+    budget: ContextWindowBudget | None = None,
+    keep_tokens: int | None = None,
+    max_summaries: int = 3,
+    max_attempts: int = 3,
+    max_item_chars: int = 4_000,
+    encoding: str | None = None,
+    counter: Any = None,
+    on_event: EventCallback | None = None,
+) -> CompactResult:
+    """:func:`compact` with an async ``summarize`` (a sync one works too).
+
+    >>> import asyncio
+    >>> async def summarize(prompt: str, max_tokens: int) -> str:
+    ...     return "## Goal\\nShip it."
+    >>> history = [{"role": "user", "content": "word " * 5000},
+    ...            {"role": "assistant", "content": "ok"}, {"role": "user", "content": "go"}]
+    >>> result = asyncio.run(acompact(history, summarize, window=16_000, keep_tokens=100))
+    >>> result.summarized, result.kept
+    (1, 2)
+    """
+    plan = _Compaction(
+        messages, window=window, budget=budget, tools=tools, system=system, model=model,
+        format=format, max_tokens=max_tokens, reason=reason, keep_tokens=keep_tokens,
+        max_summaries=max_summaries, max_attempts=max_attempts, max_item_chars=max_item_chars,
+        encoding=encoding, counter=counter, on_event=on_event,
+    )  # fmt: skip
+    while True:
+        prompt, cap = plan.request()
+        plan.attempts += 1
+        try:
+            value: Any = summarize(prompt, cap)
+            if inspect.isawaitable(value):
+                value = await value
+        except Exception as exc:
+            if plan.retry_after(exc):
+                continue
+            plan.fail(f"the summarizer raised {type(exc).__name__}: {exc}", exc)
+        return plan.finish(value)

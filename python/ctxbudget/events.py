@@ -1,0 +1,103 @@
+"""Structured records of every prune and compaction (SPEC E4, G4).
+
+Each rewrite produces one :class:`ContextEvent`. It goes to the standard :mod:`logging`
+logger of its action (``ctxbudget.prune`` or ``ctxbudget.compact``, level ``INFO``; the
+event itself rides along as ``record.ctxbudget_event``) and to the caller's ``on_event``
+callback, if any. A callback that raises is logged and otherwise ignored: observability must
+never be the reason a request is not sent.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["Action", "ContextEvent", "EventCallback", "Reason", "emit"]
+
+#: Why a rewrite ran: ``proactive`` (the budget check before a request), ``retry`` (a first
+#: attempt did not fit, or a request is being sent again), ``overflow`` (the provider said
+#: the request was too long).
+Reason = Literal["proactive", "retry", "overflow"]
+Action = Literal["prune", "compact"]
+REASONS: tuple[Reason, ...] = ("proactive", "retry", "overflow")
+
+
+@dataclass(frozen=True, slots=True)
+class ContextEvent:
+    """One prune or compaction, as it happened.
+
+    Attributes:
+        action: ``prune`` or ``compact``.
+        reason: ``proactive``, ``retry`` or ``overflow``.
+        tokens_before: Request input tokens before the rewrite.
+        tokens_after: After it.
+        messages_before: Messages before.
+        messages_after: Messages after.
+        fits: The rewritten request fits the budget.
+        stubbed: Tool outputs replaced by stubs (prune).
+        interrupted: Of those, results of a failed run the model never read, plus results
+            added for calls that had none (prune, SPEC D4).
+        kept: Messages kept verbatim after the summary (compact).
+        summarized: Messages replaced by the summary (compact).
+        condensed: Earlier summaries folded into this one (compact).
+        dropped: Oldest messages left out of the summary because the summarization request
+            would not fit (compact).
+        attempts: Summarizer calls made (compact).
+        summary_tokens: Size of the new summary message (compact).
+    """
+
+    action: Action
+    reason: Reason
+    tokens_before: int
+    tokens_after: int
+    messages_before: int
+    messages_after: int
+    fits: bool
+    stubbed: int = 0
+    interrupted: int = 0
+    kept: int = 0
+    summarized: int = 0
+    condensed: int = 0
+    dropped: int = 0
+    attempts: int = 0
+    summary_tokens: int = 0
+
+    def __str__(self) -> str:
+        head = (
+            f"{self.action} ({self.reason}): {self.tokens_before:,} -> {self.tokens_after:,}"
+            f" tokens, {self.messages_before} -> {self.messages_after} messages"
+        )
+        if self.action == "prune":
+            tail = f", stubbed={self.stubbed} interrupted={self.interrupted}"
+        else:
+            tail = (
+                f", summarized={self.summarized} kept={self.kept} condensed={self.condensed}"
+                f" dropped={self.dropped} attempts={self.attempts}"
+                f" summary_tokens={self.summary_tokens}"
+            )
+        return f"{head}{tail}, fits={self.fits}"
+
+
+#: ``on_event`` callbacks receive every :class:`ContextEvent`.
+EventCallback = Callable[[ContextEvent], object]
+
+
+def check_reason(reason: str) -> Reason:
+    """``reason`` if it is one of :data:`REASONS`, else ``ValueError``."""
+    for known in REASONS:
+        if reason == known:
+            return known
+    raise ValueError(f"reason must be one of {REASONS}, got {reason!r}")
+
+
+def emit(event: ContextEvent, on_event: EventCallback | None) -> None:
+    """Log ``event`` on ``ctxbudget.<action>`` and pass it to ``on_event``."""
+    logger = logging.getLogger(f"ctxbudget.{event.action}")
+    logger.info("%s", event, extra={"ctxbudget_event": event})
+    if on_event is not None:
+        try:
+            on_event(event)
+        except Exception:
+            logger.exception("on_event callback failed for %s", event.action)

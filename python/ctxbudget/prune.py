@@ -1,0 +1,670 @@
+"""Pruning: what the model sees of old tool output, without touching what is stored (SPEC D).
+
+:func:`prune` (one call) and :class:`Pruner` (kept across the turns of one conversation,
+re-using per-message work) return a **new view** of the conversation. The caller's list and
+dicts are never modified; unchanged messages are the caller's own objects (shared, not
+copied); changed messages are new objects made by shallow copies, so every block, part and
+attachment that is not replaced (base64 images, documents, ...) is the caller's own object.
+
+What is pruned:
+
+1. **Fresh tail** (kept verbatim, SPEC D2). Its size is ``tail_fraction`` (25%) of the usable
+   context (window minus the output reserve of the budget), bounded to ``[tail_min,
+   tail_max]`` = [2000, 8000] tokens, and extended back to cover the last ``min_turns`` (2)
+   turns. A *turn* is a user message and everything up to the next user message; messages
+   that only carry tool results (``tool`` messages, Responses ``function_call_output`` items,
+   Anthropic/Gemini user messages made of tool results) do not start a turn. The turn floor
+   protects at most ``turn_floor_fraction`` (50%) of the usable context: an agent's tool loop
+   is often one long turn (every shared DeepSeek run is one user message and up to 350 tool
+   steps), and an unbounded floor would make every output of it unprunable, forcing an LLM
+   summary where a stub does (the semoss seed kept 87k tokens of "last 2 turns" verbatim).
+   ``turn_floor_fraction=None`` makes the floor unbounded (the literal "never fewer than 2
+   turns").
+2. **Older tool outputs** (before the fresh tail, at least ``min_output_tokens`` = 200 tokens,
+   not already stubs) are replaced by stubs, oldest first, once their total passes
+   ``threshold``, or whenever the request does not fit the budget. The default threshold is
+   10% of the usable context within [2000, 20000] tokens: a stub rewrites a message in the
+   middle of the history, which invalidates the provider's prompt cache from that message on;
+   re-caching costs about the prefix once, so pruning waits until there is a real gain, and
+   then stubs *every* prunable output at once (one cache break per ``threshold`` tokens of
+   output that leaves the tail, rather than one per turn). Stubs are the same objects from
+   call to call (:class:`Pruner`), so the pruned view is stable and cacheable too. 20000 is
+   OpenCode's ``PRUNE_MINIMUM``.
+3. **Run start** (SPEC D4). A tool result is *abandoned* when a new user turn follows it with
+   no assistant reply in between (a run failed after the tool ran, typically because the
+   request carrying that result overflowed), or, with ``run_start=True``, when it ends the
+   history. The model never read an abandoned result, so nothing later depends on it, and it
+   is the likely cause of the failure: every abandoned result of at least
+   ``min_output_tokens`` becomes an "interrupted" stub, whatever the threshold and the fresh
+   tail. A tool call left with no result at all (followed by a new user turn or another
+   assistant message, or ending the history with ``run_start=True``) gets a result saying the
+   run stopped, so pairing is valid. The next request is then valid and small. (A framework
+   that stores the new user text in the same Anthropic/Gemini message as the abandoned
+   results makes it look like a mid-run message; pass ``run_start=True`` there.)
+
+Stubs keep the call id and the result's place, name the tool, give the original size in
+tokens and the first lines, and say how to get the data again (see :mod:`ctxbudget.stubs`).
+The output's tool-call pairing is checked with :func:`ctxbudget.validate_pairing`; a rewrite
+that would add a violation raises :class:`~ctxbudget.turns.PairingError` (it cannot happen by
+construction; the check is the guarantee).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ctxbudget.budget import ContextWindowBudget
+from ctxbudget.events import ContextEvent, EventCallback, check_reason, emit
+from ctxbudget.messages import FORMATS, MessageFormatError, detect_format
+from ctxbudget.request import RequestEstimate, RequestEstimator
+from ctxbudget.stubs import (
+    STUB_PREFIX,
+    missing_text,
+    replace_results,
+    result_message,
+    stub_text,
+    with_results,
+)
+from ctxbudget.tokens import estimate_tokens
+from ctxbudget.turns import (
+    MessageInfo,
+    ScanCache,
+    check_pairing,
+    resolve_ids,
+    result_text,
+)
+
+__all__ = ["PruneConfig", "PruneResult", "PrunedOutput", "Pruner", "make_budget", "prune"]
+
+StubKind = Literal["old", "interrupted", "missing"]
+
+
+@dataclass(frozen=True, slots=True)
+class PruneConfig:
+    """How much to keep verbatim and when to prune (module docstring: the defaults and why).
+
+    Attributes:
+        tail_fraction: Fresh tail as a fraction of the usable context.
+        tail_min: Lower bound of the fresh tail, tokens.
+        tail_max: Upper bound of the fresh tail, tokens.
+        min_turns: The fresh tail covers at least this many last turns (0: no floor).
+        turn_floor_fraction: The turn floor protects at most this fraction of the usable
+            context (``None``: no bound).
+        threshold: Prune old outputs once their total passes this many tokens (``None``:
+            10% of the usable context within [2000, 20000]). Ignored when the request does
+            not fit.
+        min_output_tokens: Outputs smaller than this are never stubbed (a stub costs ~80).
+        head_chars: Characters of the output's beginning kept in its stub.
+        head_lines: Lines of the output's beginning kept in its stub.
+    """
+
+    tail_fraction: float = 0.25
+    tail_min: int = 2_000
+    tail_max: int = 8_000
+    min_turns: int = 2
+    turn_floor_fraction: float | None = 0.5
+    threshold: int | None = None
+    min_output_tokens: int = 200
+    head_chars: int = 200
+    head_lines: int = 4
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.tail_fraction <= 1:
+            raise ValueError("tail_fraction must be within [0, 1]")
+        if not 0 <= self.tail_min <= self.tail_max:
+            raise ValueError("need 0 <= tail_min <= tail_max")
+        if self.min_turns < 0 or self.min_output_tokens < 0:
+            raise ValueError("min_turns and min_output_tokens must not be negative")
+        if self.turn_floor_fraction is not None and not 0 <= self.turn_floor_fraction <= 1:
+            raise ValueError("turn_floor_fraction must be within [0, 1]")
+
+    def tail_tokens(self, usable: int) -> int:
+        """Fresh-tail size for a usable context (tokens).
+
+        >>> PruneConfig().tail_tokens(12_000), PruneConfig().tail_tokens(150_000)
+        (3000, 8000)
+        """
+        return min(self.tail_max, max(self.tail_min, round(usable * self.tail_fraction)))
+
+    def threshold_tokens(self, usable: int) -> int:
+        """The pruning threshold for a usable context (tokens).
+
+        >>> PruneConfig().threshold_tokens(12_000), PruneConfig().threshold_tokens(150_000)
+        (2000, 15000)
+        """
+        if self.threshold is not None:
+            return self.threshold
+        return min(20_000, max(2_000, usable // 10))
+
+
+@dataclass(frozen=True, slots=True)
+class PrunedOutput:
+    """One tool output replaced by a stub (or one result added for a call that had none).
+
+    Attributes:
+        index: Position in the input of the message holding the result (for ``missing``:
+            of the message holding the call).
+        call_id: The tool-call id (kept by the stub).
+        tool: The tool name, when known.
+        tokens: Size of the original output text, tokens (0 for ``missing``).
+        stub_tokens: Size of the stub text, tokens.
+        kind: ``old`` (before the fresh tail), ``interrupted`` (abandoned by a failed run) or
+            ``missing`` (a result added for a call that had none).
+    """
+
+    index: int
+    call_id: str
+    tool: str | None
+    tokens: int
+    stub_tokens: int
+    kind: StubKind
+
+
+@dataclass(frozen=True, slots=True)
+class PruneResult:
+    """The pruned view of a conversation.
+
+    Attributes:
+        messages: A new list. Unchanged messages are the caller's objects; changed ones are
+            new objects.
+        pruned: What was stubbed or added, in conversation order.
+        tokens_before: Request input tokens before pruning.
+        tokens_after: Request input tokens of :attr:`messages`.
+        fits: The pruned request fits the budget.
+        tail_start: Index (in the input) where the fresh tail starts.
+        estimate: The :class:`~ctxbudget.request.RequestEstimate` of :attr:`messages`.
+        event: The event emitted, or ``None`` when no new stub was made (a :class:`Pruner`
+            re-applying the stubs of its previous call emits nothing: the view, and the
+            provider's prompt cache, did not change).
+    """
+
+    messages: list[Any]
+    pruned: tuple[PrunedOutput, ...]
+    tokens_before: int
+    tokens_after: int
+    fits: bool
+    tail_start: int
+    estimate: RequestEstimate
+    event: ContextEvent | None = None
+
+    @property
+    def changed(self) -> bool:
+        """Something was stubbed or added."""
+        return bool(self.pruned)
+
+
+_RESULT_FIELD = {
+    "openai_chat": "content",
+    "openai_responses": "output",
+    "anthropic": "content",
+    "gemini": "parts",
+}
+
+
+def _content_ref(fmt: str, m: Any) -> Any:
+    """The field holding a message's tool results (a new object there means a new result)."""
+    return m.get(_RESULT_FIELD[fmt]) if type(m) is dict else None
+
+
+def make_budget(
+    window: int | None, budget: ContextWindowBudget | None, model: str | None
+) -> ContextWindowBudget:
+    """The budget given, else one for ``window`` (with the model's max output if registered)."""
+    if budget is not None:
+        return budget
+    if window is None:
+        raise TypeError("pass window= or budget=")
+    if model:
+        return ContextWindowBudget.for_model(model, window=window)
+    return ContextWindowBudget(window)
+
+
+class Pruner:
+    """Prunes one conversation turn after turn, re-using the work on unchanged messages.
+
+    Per-message token counts (two :class:`~ctxbudget.request.RequestEstimator`: one for the
+    caller's history, one for the pruned view), message scans, output sizes and the stub
+    messages themselves are kept per message object, so a call after one appended message
+    costs about that message, and the stubs are the same objects every time. Thread-safe
+    (calls are serialised).
+
+    Args:
+        window: Context window in tokens (or give ``budget``).
+        budget: The budget to check against (default: ``window`` with the model's reserve).
+        model: Model name: framing profile, encoding, max output.
+        format: Message format (detected on first use when ``None``).
+        config: Tail, threshold and stub settings.
+        encoding: Encoding for estimates (default: the model's).
+        counter: Exact text counter for the estimates (see
+            :func:`~ctxbudget.request.estimate_request`).
+        on_event: Called with every :class:`~ctxbudget.events.ContextEvent`.
+    """
+
+    def __init__(
+        self,
+        window: int | None = None,
+        *,
+        budget: ContextWindowBudget | None = None,
+        model: str | None = None,
+        format: str | None = None,
+        config: PruneConfig | None = None,
+        encoding: str | None = None,
+        counter: Any = None,
+        on_event: EventCallback | None = None,
+    ) -> None:
+        self.budget = make_budget(window, budget, model)
+        self.model = model
+        if format is not None and format not in FORMATS:
+            raise ValueError(f"unknown message format {format!r}; expected one of {FORMATS}")
+        self.format: str | None = format
+        self.config = config or PruneConfig()
+        self.on_event = on_event
+        self._history_est = RequestEstimator(model, encoding=encoding, counter=counter)
+        self._view_est = RequestEstimator(model, encoding=encoding, counter=counter)
+        self.encoding = self._history_est.encoding
+        self._lock = threading.Lock()
+        self._scan: ScanCache | None = None
+        self._view_scan: ScanCache | None = None
+        self._sizes: dict[tuple[int, int], tuple[Any, Any, int, str]] = {}
+        self._stubs: dict[
+            tuple[int, tuple[tuple[int, str], ...]],
+            tuple[Any, Any, Any, tuple[tuple[str, str | None, int, int, StubKind], ...]],
+        ] = {}
+
+    def prune(
+        self,
+        messages: Sequence[Any],
+        *,
+        system: Any = None,
+        tools: Sequence[Any] | None = None,
+        max_tokens: int | None = None,
+        reason: str = "proactive",
+        run_start: bool = False,
+    ) -> PruneResult:
+        """Prune ``messages`` (see :func:`prune` for the arguments)."""
+        why = check_reason(reason)
+        with self._lock:
+            return self._prune(messages, system, tools, max_tokens, why, run_start)
+
+    # -- the steps
+
+    def _scanners(self, msgs: list[Any]) -> tuple[str, ScanCache, ScanCache]:
+        fmt = self.format
+        if fmt is None:
+            fmt = detect_format(msgs)
+            if detect_format(msgs, default="") == "":  # not decisive yet: do not lock it in
+                return fmt, ScanCache(fmt), ScanCache(fmt)
+            self.format = fmt
+        if self._scan is None or self._view_scan is None:
+            self._scan = ScanCache(fmt)
+            self._view_scan = ScanCache(fmt)
+            self._history_est.format = fmt
+            self._view_est.format = fmt
+        return fmt, self._scan, self._view_scan
+
+    def _size(self, fmt: str, m: Any, slot: int) -> tuple[int, str]:
+        """(tokens, text) of one tool output, cached per message object and content."""
+        key = (id(m), slot)
+        ref = _content_ref(fmt, m)
+        hit = self._sizes.get(key)
+        if hit is not None and hit[0] is m and hit[1] is ref:
+            return hit[2], hit[3]
+        text, _ = result_text(fmt, m, slot)
+        tokens = estimate_tokens(text, self.encoding) if text else 0
+        self._sizes[key] = (m, ref, tokens, text)
+        return tokens, text
+
+    def _prune(
+        self,
+        messages: Sequence[Any],
+        system: Any,
+        tools: Sequence[Any] | None,
+        max_tokens: int | None,
+        reason: Literal["proactive", "retry", "overflow"],
+        run_start: bool,
+    ) -> PruneResult:
+        if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
+            raise MessageFormatError("expected a list of messages", None, "messages", None)
+        msgs = list(messages)
+        fmt, scanner, view_scanner = self._scanners(msgs)
+        try:
+            infos = scanner.scan(msgs)
+        except (TypeError, AttributeError, KeyError, IndexError) as exc:
+            raise MessageFormatError(f"malformed message ({exc})", None, "messages", fmt) from exc
+        if fmt == "gemini":
+            infos = resolve_ids(infos)
+        before = self._history_est.estimate(msgs, system=system, tools=tools, max_tokens=max_tokens)
+        per_message = before.per_message
+        cfg = self.config
+        usable = max(0, self.budget.available(max_tokens))
+        fits_before = self.budget.fits(before, max_tokens=max_tokens)
+        n = len(msgs)
+
+        # -- fresh tail: tokens, extended to the turn floor (bounded)
+        tail_budget = cfg.tail_tokens(usable)
+        tail = n
+        acc = 0
+        for i in range(n - 1, -1, -1):
+            acc += per_message[i]
+            if acc > tail_budget and tail < n:
+                break
+            tail = i
+        if cfg.min_turns > 0 and tail > 0:
+            seen = 0
+            floor = 0
+            for i in range(n - 1, -1, -1):
+                if infos[i].kind == "user":
+                    seen += 1
+                    if seen == cfg.min_turns:
+                        floor = i
+                        break
+            if floor < tail:
+                cap = (
+                    usable * cfg.turn_floor_fraction
+                    if cfg.turn_floor_fraction is not None
+                    else float("inf")
+                )
+                protected = sum(per_message[floor:])
+                while floor < tail and protected > cap:
+                    protected -= per_message[floor]
+                    floor += 1
+                tail = floor
+
+        # -- abandoned results (D4): a user turn follows with no assistant reply
+        abandoned: set[int] = set()
+        state = "abandoned" if run_start else "open"
+        for i in range(n - 1, -1, -1):
+            kind = infos[i].kind
+            if kind == "results":
+                if state == "abandoned":
+                    abandoned.add(i)
+            elif kind == "assistant":
+                state = "answered"
+            elif kind == "user":
+                state = "abandoned"
+
+        # -- what to stub: (slot -> (kind, tokens, text)) per message index
+        stubs: dict[int, dict[int, tuple[StubKind, int, str]]] = {}
+        old_total = 0
+        old: list[tuple[int, int, int, str]] = []
+        min_tokens = cfg.min_output_tokens
+        size = self._size
+        for i in range(n):
+            info = infos[i]
+            if info.kind != "results":
+                continue
+            gone = i in abandoned
+            if i >= tail and not gone:
+                continue
+            m = msgs[i]
+            for _, _, slot in info.results:
+                tokens, text = size(fmt, m, slot)
+                if tokens < min_tokens or text.startswith(STUB_PREFIX):
+                    continue
+                if gone:
+                    stubs.setdefault(i, {})[slot] = ("interrupted", tokens, text)
+                else:
+                    old.append((i, slot, tokens, text))
+                    old_total += tokens
+        if old and (old_total > cfg.threshold_tokens(usable) or not fits_before):
+            for i, slot, tokens, text in old:
+                stubs.setdefault(i, {})[slot] = ("old", tokens, text)
+
+        # -- calls without any result (D4): the conversation moved on without them
+        missing: dict[int, list[tuple[str, str]]] = {}
+        answered = {rid for info in infos for rid, _, _ in info.results}
+        called = {cid for info in infos for cid, _ in info.calls}
+        if not called <= answered:
+            seen_user = seen_assistant = moved = False
+            for i in range(n - 1, -1, -1):
+                info = infos[i]
+                if run_start or seen_user or moved:
+                    for cid, name in info.calls:
+                        if cid is not None and cid not in answered:
+                            missing.setdefault(i, []).append((cid, name))
+                if info.kind == "user":
+                    seen_user = True
+                elif info.kind == "assistant":
+                    seen_assistant = True
+                elif info.kind == "results" and seen_assistant:
+                    moved = True
+        self._trim_caches(msgs)
+
+        if not stubs and not missing:
+            return PruneResult(msgs, (), before.total, before.total, fits_before, tail, before)
+        return self._rewrite(
+            fmt, msgs, infos, view_scanner, stubs, missing, before, tail, system, tools,
+            max_tokens, reason,
+        )  # fmt: skip
+
+    def _names(self, infos: list[MessageInfo]) -> dict[str, str]:
+        names: dict[str, str] = {}
+        for info in infos:
+            for cid, name in info.calls:
+                if cid is not None:
+                    names.setdefault(cid, name)
+        return names
+
+    def _stubbed(
+        self,
+        fmt: str,
+        m: Any,
+        info: MessageInfo,
+        slots: dict[int, tuple[StubKind, int, str]],
+        infos: list[MessageInfo],
+        names: dict[str, str],
+    ) -> tuple[Any, tuple[tuple[str, str | None, int, int, StubKind], ...], bool]:
+        """(new message, what was stubbed, made now) for one message, cached per object."""
+        key = (id(m), tuple(sorted((slot, v[0]) for slot, v in slots.items())))
+        ref = _content_ref(fmt, m)
+        hit = self._stubs.get(key)
+        if hit is not None and hit[0] is m and hit[1] is ref:
+            return hit[2], hit[3], False
+        cfg = self.config
+        if not names:
+            names.update(self._names(infos))
+        texts: dict[int, str] = {}
+        done: list[tuple[str, str | None, int, int, StubKind]] = []
+        ids = {slot: (rid, rname) for rid, rname, slot in info.results}
+        for slot, (kind, tokens, text) in sorted(slots.items()):
+            rid, rname = ids[slot]
+            tool = rname or names.get(rid or "")
+            stub = stub_text(
+                tool,
+                text,
+                tokens,
+                interrupted=kind == "interrupted",
+                head_chars=cfg.head_chars,
+                head_lines=cfg.head_lines,
+            )
+            texts[slot] = stub
+            done.append((rid or "", tool, tokens, estimate_tokens(stub, self.encoding), kind))
+        new = replace_results(fmt, m, texts)
+        self._stubs[key] = (m, ref, new, tuple(done))
+        return new, tuple(done), True
+
+    def _rewrite(
+        self,
+        fmt: str,
+        msgs: list[Any],
+        infos: list[MessageInfo],
+        view_scanner: ScanCache,
+        stubs: dict[int, dict[int, tuple[StubKind, int, str]]],
+        missing: dict[int, list[tuple[str, str]]],
+        before: RequestEstimate,
+        tail: int,
+        system: Any,
+        tools: Sequence[Any] | None,
+        max_tokens: int | None,
+        reason: Literal["proactive", "retry", "overflow"],
+    ) -> PruneResult:
+        pruned: list[PrunedOutput] = []
+        out: list[Any] = []
+        # Anthropic/Gemini: result blocks for missing calls go into the next user message
+        carry: list[dict[str, Any]] = []
+        chat_inserts: dict[int, list[dict[str, Any]]] = {}
+        changed = bool(missing)  # a view that differs from the previous call's
+        names: dict[str, str] = {}  # filled on the first stub made
+        missed: list[PrunedOutput] = []
+        n = len(msgs)
+        replaced: dict[int, Any] = {}
+        for i, slots in sorted(stubs.items()):
+            new, done, fresh = self._stubbed(fmt, msgs[i], infos[i], slots, infos, names)
+            changed = changed or fresh
+            replaced[i] = new
+            pruned.extend([PrunedOutput(i, *d) for d in done])
+        if not missing:  # the common case: same positions, some messages replaced
+            out = list(msgs)
+            for i, new in replaced.items():
+                out[i] = new
+        for i, m in enumerate(msgs if missing else ()):
+            new = replaced.get(i, m)
+            if carry:
+                if infos[i].kind in ("results", "user"):
+                    new = with_results(fmt, new, carry)
+                else:
+                    out.append(with_results(fmt, None, carry))
+                carry = []
+            out.append(new)
+            for cid, name in missing.get(i, ()):
+                text = missing_text(name)
+                stub_tokens = estimate_tokens(text, self.encoding)
+                missed.append(PrunedOutput(i, cid, name, 0, stub_tokens, "missing"))
+                block = result_message(fmt, cid, name, text)
+                if fmt in ("anthropic", "gemini"):
+                    carry.append(block)
+                elif fmt == "openai_chat":
+                    # after the results that already follow this assistant message
+                    j = i + 1
+                    while j < n and infos[j].kind == "results":
+                        j += 1
+                    chat_inserts.setdefault(j, []).append(block)
+                else:
+                    out.append(block)
+            out.extend(chat_inserts.pop(i + 1, ()))
+        if carry:
+            out.append(with_results(fmt, None, carry))
+        if missed:
+            pruned = sorted([*pruned, *missed], key=lambda p: p.index)
+        if changed:  # stubs made earlier were checked when they were made
+            view_infos = view_scanner.scan(out)
+            if fmt == "gemini":
+                view_infos = resolve_ids(view_infos)
+            check_pairing(infos, view_infos, "pruning")
+        after = self._view_est.estimate(out, system=system, tools=tools, max_tokens=max_tokens)
+        fits = self.budget.fits(after, max_tokens=max_tokens)
+        if not changed:
+            return PruneResult(out, tuple(pruned), before.total, after.total, fits, tail, after)
+        event = ContextEvent(
+            action="prune",
+            reason=reason,
+            tokens_before=before.total,
+            tokens_after=after.total,
+            messages_before=n,
+            messages_after=len(out),
+            fits=fits,
+            stubbed=len(pruned),
+            interrupted=sum(1 for p in pruned if p.kind != "old"),
+        )
+        emit(event, self.on_event)
+        return PruneResult(out, tuple(pruned), before.total, after.total, fits, tail, after, event)
+
+    def _trim_caches(self, msgs: list[Any]) -> None:
+        """Forget sizes and stubs of messages no longer in the conversation."""
+        if len(self._sizes) + len(self._stubs) <= 2 * len(msgs) + 64:
+            return
+        present = set(map(id, msgs))
+        self._sizes = {k: v for k, v in self._sizes.items() if k[0] in present}
+        self._stubs = {k: v for k, v in self._stubs.items() if k[0] in present}
+
+
+def prune(
+    messages: Sequence[Any],
+    *,
+    window: int | None = None,
+    tools: Sequence[Any] | None = None,
+    system: Any = None,
+    model: str | None = None,
+    format: str | None = None,
+    max_tokens: int | None = None,
+    budget: ContextWindowBudget | None = None,
+    config: PruneConfig | None = None,
+    reason: str = "proactive",
+    run_start: bool = False,
+    encoding: str | None = None,
+    counter: Any = None,
+    on_event: EventCallback | None = None,
+) -> PruneResult:
+    """Stub old tool outputs so the request fits, without touching the caller's history.
+
+    One-shot form of :class:`Pruner` (which an agent loop should keep instead: it re-uses
+    the work on unchanged messages). The module docstring explains the fresh tail, the
+    threshold and the run-start handling.
+
+    Args:
+        messages: The conversation, in any supported format. Never modified.
+        window: Context window in tokens (or give ``budget``).
+        tools: Tool definitions sent with the request (counted).
+        system: A system prompt kept outside ``messages`` (counted).
+        model: Model name (framing, encoding, max output for the reserve).
+        format: Message format; detected when ``None``.
+        max_tokens: The request's output cap (the budget's reserve uses it).
+        budget: The budget to check against (default: ``window``, reserve rule of SPEC B2).
+        config: Tail, threshold and stub settings (:class:`PruneConfig`).
+        reason: ``proactive``, ``retry`` or ``overflow``; recorded in the event.
+        run_start: The history is about to start a new run: tool results (and calls) that
+            end it were left unanswered by a failed run (SPEC D4).
+        encoding: Encoding for estimates.
+        counter: Exact text counter for the estimates.
+        on_event: Called with the :class:`~ctxbudget.events.ContextEvent` (also logged on
+            ``ctxbudget.prune``) when something was pruned.
+
+    Returns:
+        A :class:`PruneResult`; ``.fits`` says whether the request now fits (when it does
+        not, compact: :func:`ctxbudget.compact.compact`).
+
+    Raises:
+        MessageFormatError: Malformed messages.
+        PairingError: A rewrite would break tool-call pairing (never expected).
+
+    >>> history = [
+    ...     {"role": "user", "content": "Find the bug."},
+    ...     {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function",
+    ...      "function": {"name": "bash", "arguments": '{"command": "cat big.log"}'}}]},
+    ...     {"role": "tool", "tool_call_id": "c1", "content": "ERROR disk full\\n" * 3000},
+    ...     {"role": "assistant", "content": "The disk is full."},
+    ...     {"role": "user", "content": "Thanks. Now check the config."},
+    ...     {"role": "assistant", "content": "Done: it is fine."},
+    ...     {"role": "user", "content": "And the cron jobs?"},
+    ... ]
+    >>> result = prune(history, window=16_000)
+    >>> result.tokens_before > result.tokens_after, result.fits
+    (True, True)
+    >>> [(p.call_id, p.tool, p.kind) for p in result.pruned]
+    [('c1', 'bash', 'old')]
+    >>> result.messages[2]["content"].split(" returned")[0]
+    '[ctxbudget: tool output pruned] bash'
+    >>> history[2]["content"][:15], result.messages[0] is history[0]
+    ('ERROR disk full', True)
+    """
+    pruner = Pruner(
+        window,
+        budget=budget,
+        model=model,
+        format=format,
+        config=config,
+        encoding=encoding,
+        counter=counter,
+        on_event=on_event,
+    )
+    return pruner.prune(
+        messages,
+        system=system,
+        tools=tools,
+        max_tokens=max_tokens,
+        reason=reason,
+        run_start=run_start,
+    )

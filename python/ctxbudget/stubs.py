@@ -1,0 +1,209 @@
+"""Tool-output stubs, written in each format's own shape.
+
+A stub replaces the text of a tool result. It keeps the result where it was, with its call id
+(so pairing stays valid), and says in its text: which tool, how big the output was, how it
+began, and how to get the data again. Non-text parts of the result (images, documents) are
+kept as they are, and so is every other block of the message (Anthropic and Gemini carry
+several results, or text, in one message).
+
+Changed messages are new objects made by shallow copies: every block, part and attachment
+that is not replaced is the caller's own object, shared and never modified.
+
+The three texts, verbatim (``{...}`` filled in):
+
+``PRUNED``::
+
+    [ctxbudget: tool output pruned] {tool} returned {tokens} tokens ({lines} lines); the output
+    was removed from the context to save space. It began:
+    {head}
+    [...]
+    To see it again, call {tool} again with a narrower request (a filter, a line range, a
+    smaller limit) or read the data in parts.
+
+``INTERRUPTED`` (a result the model never read: its run failed after the tool ran)::
+
+    [ctxbudget: tool output not read] {tool} returned {tokens} tokens ({lines} lines), but the
+    run stopped before the model read them; the output was removed so the conversation can
+    continue. It began:
+    {head}
+    [...]
+    If you still need it, call {tool} again with a narrower request (a filter, a line range,
+    a smaller limit) or read the data in parts.
+
+``MISSING`` (a call whose result was never recorded)::
+
+    [ctxbudget: no tool output] The run stopped before {tool} returned a result; the call may
+    not have completed. If you still need it, call {tool} again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["STUB_PREFIX", "is_stub", "missing_text", "stub_text"]
+
+#: Every stub text starts with this; a stub is never stubbed again.
+STUB_PREFIX = "[ctxbudget: "
+
+_HOW = "a narrower request (a filter, a line range, a smaller limit) or read the data in parts"
+
+
+def is_stub(text: str) -> bool:
+    """The text is a stub written by ctxbudget."""
+    return text.startswith(STUB_PREFIX)
+
+
+def _head(text: str, max_chars: int, max_lines: int) -> tuple[str, bool]:
+    lines = text.split("\n", max_lines)
+    head = "\n".join(lines[:max_lines])
+    cut = len(lines) > max_lines
+    if len(head) > max_chars:
+        head = head[:max_chars]
+        cut = True
+    return head.rstrip(), cut or len(head) < len(text.rstrip())
+
+
+def stub_text(
+    tool: str | None,
+    text: str,
+    tokens: int,
+    *,
+    interrupted: bool = False,
+    head_chars: int = 200,
+    head_lines: int = 4,
+) -> str:
+    """The stub that replaces a tool output (see the module docstring for the wording).
+
+    >>> print(stub_text("bash", "a.py\\nb.py\\n" * 50, 1200, head_lines=2))
+    [ctxbudget: tool output pruned] bash returned 1,200 tokens (101 lines); the output was \
+removed from the context to save space. It began:
+    a.py
+    b.py
+    [...]
+    To see it again, call bash again with a narrower request (a filter, a line range, a \
+smaller limit) or read the data in parts.
+    """
+    name = tool or "the tool"
+    lines = text.count("\n") + 1 if text else 0
+    head, cut = _head(text, head_chars, head_lines)
+    size = f"{tokens:,} tokens ({lines:,} line{'s' if lines != 1 else ''})"
+    began = f" It began:\n{head}\n" + ("[...]\n" if cut else "") if head else "\n"
+    if interrupted:
+        return (
+            f"{STUB_PREFIX}tool output not read] {name} returned {size}, but the run stopped"
+            " before the model read them; the output was removed so the conversation can"
+            f" continue.{began}If you still need it, call {name} again with {_HOW}."
+        )
+    return (
+        f"{STUB_PREFIX}tool output pruned] {name} returned {size}; the output was removed from"
+        f" the context to save space.{began}To see it again, call {name} again with {_HOW}."
+    )
+
+
+def missing_text(tool: str | None) -> str:
+    """The result given to a call whose result was never recorded.
+
+    >>> missing_text("bash")  # doctest: +NORMALIZE_WHITESPACE
+    '[ctxbudget: no tool output] The run stopped before bash returned a result; the call may
+    not have completed. If you still need it, call bash again.'
+    """
+    name = tool or "the tool"
+    return (
+        f"{STUB_PREFIX}no tool output] The run stopped before {name} returned a result; the"
+        f" call may not have completed. If you still need it, call {name} again."
+    )
+
+
+# --------------------------------------------------------------------------- writers
+
+
+def _keep_non_text(content: Any, text_types: tuple[str, ...]) -> list[Any]:
+    if not isinstance(content, list):
+        return []
+    return [b for b in content if not (isinstance(b, Mapping) and b.get("type") in text_types)]
+
+
+def replace_results(fmt: str, message: Any, stubs: Mapping[int, str]) -> dict[str, Any]:
+    """A new message with the results at ``stubs``' slots replaced by their stub texts.
+
+    Everything else is shared with ``message`` (a shallow copy of the message, and of the
+    changed block or part only).
+    """
+    m: dict[str, Any] = dict(message) if isinstance(message, Mapping) else _dump(message)
+    if fmt == "openai_chat":
+        (text,) = stubs.values()
+        m["content"] = text
+    elif fmt == "openai_responses":
+        (text,) = stubs.values()
+        kept = _keep_non_text(m.get("output"), ("input_text", "output_text", "text"))
+        m["output"] = [{"type": "input_text", "text": text}, *kept] if kept else text
+    elif fmt == "anthropic":
+        content = list(m["content"])
+        for slot, text in stubs.items():
+            block = dict(content[slot])
+            kept = _keep_non_text(block.get("content"), ("text",))
+            block["content"] = [{"type": "text", "text": text}, *kept] if kept else text
+            content[slot] = block
+        m["content"] = content
+    elif fmt == "gemini":
+        parts = list(m["parts"])
+        for slot, text in stubs.items():
+            part = dict(parts[slot])
+            key = "function_response" if "function_response" in part else "functionResponse"
+            fr = dict(part[key])
+            fr["response"] = {"result": text}
+            part[key] = fr
+            parts[slot] = part
+        m["parts"] = parts
+    else:  # pragma: no cover - formats are checked by the callers
+        raise ValueError(f"unknown message format {fmt!r}")
+    return m
+
+
+def result_message(fmt: str, call_id: str, tool: str | None, text: str) -> dict[str, Any]:
+    """A new message carrying one tool result (OpenAI formats), or one result block/part.
+
+    For Anthropic the value is a ``tool_result`` block and for Gemini a ``function_response``
+    part: they go into a user message (see :func:`with_results`).
+    """
+    if fmt == "openai_chat":
+        return {"role": "tool", "tool_call_id": call_id, "content": text}
+    if fmt == "openai_responses":
+        return {"type": "function_call_output", "call_id": call_id, "output": text}
+    if fmt == "anthropic":
+        return {"type": "tool_result", "tool_use_id": call_id, "content": text}
+    fr: dict[str, Any] = {"name": tool or "", "response": {"result": text}}
+    if not call_id.startswith("ctxb_call_"):
+        fr = {"id": call_id} | fr
+    return {"function_response": fr}
+
+
+def with_results(fmt: str, message: Any | None, blocks: list[dict[str, Any]]) -> dict[str, Any]:
+    """Anthropic/Gemini: ``blocks`` put first in user message ``message`` (a new message).
+
+    ``None`` makes a new user message holding only ``blocks``.
+    """
+    if fmt == "anthropic":
+        if message is None:
+            return {"role": "user", "content": blocks}
+        m = dict(message)
+        content = m.get("content")
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}] if content else []
+        results = [b for b in content or [] if b.get("type") == "tool_result"]
+        rest = [b for b in content or [] if b.get("type") != "tool_result"]
+        m["content"] = [*results, *blocks, *rest]
+        return m
+    if message is None:
+        return {"role": "user", "parts": blocks}
+    m = dict(message) if isinstance(message, Mapping) else _dump(message)
+    m["parts"] = [*blocks, *(m.get("parts") or [])]
+    return m
+
+
+def _dump(message: Any) -> dict[str, Any]:
+    dump = getattr(message, "model_dump", None)
+    if dump is None:
+        raise TypeError(f"expected a message dict, got {type(message).__name__}")
+    return dict(dump(exclude_none=True))

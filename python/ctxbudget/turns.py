@@ -1,0 +1,459 @@
+"""The shape of a conversation: turns, tool-call pairs and where it may be cut.
+
+Pruning and compaction need the same few facts about every message, in every format, and
+need them fast (every turn, on histories of hundreds of messages): what kind of message it is,
+which tool calls it makes, which tool results it carries. :func:`scan` reads them from the
+caller's raw dicts without building the full normalised view (which costs ~30 us a message);
+:class:`ScanCache` keeps them per message object across calls.
+
+A **turn** is a user message and everything up to the next user message. Messages that only
+carry tool results are not user messages here, whatever their role (Anthropic and Gemini put
+tool results in ``user`` messages; those continue the turn). A conversation summary written
+by :mod:`ctxbudget.compact` is a user message and so starts a turn.
+
+A **safe cut** at index ``c`` splits no tool call from its results: no call before ``c`` has
+a result at or after ``c``. For the Responses format a cut right after a ``reasoning`` item is
+not safe either (the item must travel with the one after it).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from itertools import repeat
+from typing import Any, Literal
+
+from ctxbudget.messages import FORMATS
+from ctxbudget.pairing import PairingViolation, validate_pairing
+
+__all__ = [
+    "SUMMARY_MARKER",
+    "MessageInfo",
+    "PairingError",
+    "ScanCache",
+    "pairing_events",
+    "resolve_ids",
+    "safe_cuts",
+    "scan",
+    "turn_starts",
+]
+
+Kind = Literal["system", "user", "assistant", "results", "other"]
+
+#: First characters of every summary message written by :mod:`ctxbudget.compact`.
+SUMMARY_MARKER = "[ctxbudget summary v1"
+
+_SYNTH_ID = "ctxb_call_"
+
+
+class PairingError(ValueError):
+    """A rewrite would break tool-call pairing; it was rejected, nothing was changed.
+
+    Attributes:
+        violations: The new violations the rewrite would have introduced.
+    """
+
+    def __init__(self, what: str, violations: Sequence[PairingViolation]) -> None:
+        detail = ", ".join(f"{v.kind} {v.call_id!r} at {list(v.positions)}" for v in violations)
+        super().__init__(f"{what} would break tool-call pairing: {detail}")
+        self.violations = tuple(violations)
+
+
+@dataclass(frozen=True, slots=True)
+class MessageInfo:
+    """What pruning and compaction need to know about one message.
+
+    Attributes:
+        kind: ``system``, ``user`` (starts a turn), ``assistant``, ``results`` (carries tool
+            results only, or tool results first) or ``other``.
+        calls: ``(call_id, tool name)`` of the tool calls it makes (Gemini calls without an id
+            have ``None``; :func:`resolve_ids` gives them one).
+        results: ``(call_id, tool name, slot)`` of the tool results it carries; ``slot`` is
+            the block/part index inside the message (0 for one-result messages).
+        summary: A summary written by :mod:`ctxbudget.compact` (its first text starts with
+            :data:`SUMMARY_MARKER`).
+        reasoning: A Responses ``reasoning`` item (must stay with the item after it).
+    """
+
+    kind: Kind
+    calls: tuple[tuple[str | None, str], ...] = ()
+    results: tuple[tuple[str | None, str | None, int], ...] = ()
+    summary: bool = False
+    reasoning: bool = False
+
+
+_SYSTEM = MessageInfo("system")
+_USER = MessageInfo("user")
+_ASSISTANT = MessageInfo("assistant")
+_OTHER = MessageInfo("other")
+_SUMMARY = MessageInfo("user", summary=True)
+
+
+def as_mapping(message: Any) -> Mapping[str, Any]:
+    """The message as a mapping (google-genai objects are dumped; dicts are returned as is)."""
+    if isinstance(message, Mapping):
+        return message
+    dump = getattr(message, "model_dump", None)
+    if dump is not None:
+        return dict(dump(exclude_none=True))
+    raise TypeError(f"expected a message dict, got {type(message).__name__}")
+
+
+def _is_summary_text(content: Any) -> bool:
+    if isinstance(content, str):
+        return content.startswith(SUMMARY_MARKER)
+    if isinstance(content, list) and content:
+        first = content[0]
+        if isinstance(first, Mapping):
+            text = first.get("text")
+            return isinstance(text, str) and text.startswith(SUMMARY_MARKER)
+    return False
+
+
+def first_text(fmt: str, message: Any) -> str:
+    """The first text of a message ("" when it has none)."""
+    m = as_mapping(message)
+    if fmt == "gemini":
+        parts = m.get("parts") or []
+        text = parts[0].get("text") if parts and isinstance(parts[0], Mapping) else None
+        return text if isinstance(text, str) else ""
+    content = m.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and content and isinstance(content[0], Mapping):
+        text = content[0].get("text")
+        return text if isinstance(text, str) else ""
+    return ""
+
+
+def _scan_chat(m: Mapping[str, Any]) -> MessageInfo:
+    role = m.get("role")
+    if role == "assistant":
+        calls = m.get("tool_calls")
+        if not calls:
+            return _ASSISTANT
+        out = []
+        for call in calls:
+            fn = call.get("function") or {}
+            out.append((call.get("id"), fn.get("name") or ""))
+        return MessageInfo("assistant", calls=tuple(out))
+    if role == "tool":
+        return MessageInfo("results", results=((m.get("tool_call_id"), None, 0),))
+    if role == "user":
+        return _SUMMARY if _is_summary_text(m.get("content")) else _USER
+    if role in ("system", "developer"):
+        return _SYSTEM
+    return _OTHER
+
+
+def _scan_responses(m: Mapping[str, Any]) -> MessageInfo:
+    kind = m.get("type")
+    if kind is None or kind == "message":
+        role = m.get("role")
+        if role == "user":
+            return _SUMMARY if _is_summary_text(m.get("content")) else _USER
+        if role in ("system", "developer"):
+            return _SYSTEM
+        return _ASSISTANT
+    if not isinstance(kind, str):
+        return _OTHER
+    call_id = m.get("call_id")
+    if kind.endswith("_call_output") and call_id is not None:
+        return MessageInfo("results", results=((call_id, None, 0),))
+    if kind.endswith("_call") and call_id is not None:
+        return MessageInfo("assistant", calls=((call_id, str(m.get("name") or kind)),))
+    if kind == "reasoning":
+        return MessageInfo("assistant", reasoning=True)
+    return _ASSISTANT
+
+
+def _scan_anthropic(m: Mapping[str, Any]) -> MessageInfo:
+    role = m.get("role")
+    content = m.get("content")
+    if role == "assistant":
+        if not isinstance(content, list):
+            return _ASSISTANT
+        calls = tuple(
+            (b.get("id"), b.get("name") or "")
+            for b in content
+            if isinstance(b, Mapping) and b.get("type") == "tool_use"
+        )
+        return MessageInfo("assistant", calls=calls) if calls else _ASSISTANT
+    if role != "user":
+        return _OTHER
+    if isinstance(content, list):
+        results = tuple(
+            (b.get("tool_use_id"), None, i)
+            for i, b in enumerate(content)
+            if isinstance(b, Mapping) and b.get("type") == "tool_result"
+        )
+        if results:
+            return MessageInfo("results", results=results)
+    return _SUMMARY if _is_summary_text(content) else _USER
+
+
+def _gem_get(part: Mapping[str, Any], snake: str, camel: str) -> Any:
+    value = part.get(snake)
+    return part.get(camel) if value is None else value
+
+
+def _scan_gemini(m: Mapping[str, Any]) -> MessageInfo:
+    role = m.get("role", "user")
+    parts = m.get("parts") or []
+    if role == "model":
+        calls = []
+        for p in parts:
+            if isinstance(p, Mapping):
+                fc = _gem_get(p, "function_call", "functionCall")
+                if isinstance(fc, Mapping):
+                    calls.append((fc.get("id"), fc.get("name") or ""))
+        return MessageInfo("assistant", calls=tuple(calls)) if calls else _ASSISTANT
+    results = []
+    for i, p in enumerate(parts):
+        if isinstance(p, Mapping):
+            fr = _gem_get(p, "function_response", "functionResponse")
+            if isinstance(fr, Mapping):
+                results.append((fr.get("id"), fr.get("name"), i))
+    if results:
+        return MessageInfo("results", results=tuple(results))
+    if parts and isinstance(parts[0], Mapping):
+        text = parts[0].get("text")
+        if isinstance(text, str) and text.startswith(SUMMARY_MARKER):
+            return _SUMMARY
+    return _USER
+
+
+_SCANNERS = {
+    "openai_chat": _scan_chat,
+    "openai_responses": _scan_responses,
+    "anthropic": _scan_anthropic,
+    "gemini": _scan_gemini,
+}
+#: Fields whose replacement (a new object) means the message changed, per format.
+_CONTENT_KEYS = {
+    "openai_chat": ("content", "tool_calls"),
+    "openai_responses": ("content", "output", "call_id"),
+    "anthropic": ("content",),
+    "gemini": ("parts",),
+}
+
+
+def scan_one(message: Any, fmt: str) -> MessageInfo:
+    """Read one message's :class:`MessageInfo`."""
+    return _SCANNERS[fmt](as_mapping(message))
+
+
+class ScanCache:
+    """Per-message :class:`MessageInfo`, kept across calls for the same message objects.
+
+    A list that starts with the previous call's messages (the same objects, with the same
+    content fields) costs only its new messages; otherwise each message is looked up by
+    identity. A message is re-read when it is a different object, or when one of its content
+    fields (``content``, ``tool_calls``, ``output``, ``parts``) was replaced by a new
+    object. Editing a nested list in place is not noticed (as in
+    :class:`~ctxbudget.request.RequestEstimator`): pass a new message instead. Not
+    thread-safe on its own; its owners serialise access.
+    """
+
+    __slots__ = ("_by_id", "_infos", "_msgs", "_refs", "fmt")
+
+    def __init__(self, fmt: str) -> None:
+        if fmt not in FORMATS:
+            raise ValueError(f"unknown message format {fmt!r}; expected one of {FORMATS}")
+        self.fmt = fmt
+        self._by_id: dict[int, tuple[Any, tuple[Any, ...], MessageInfo]] = {}
+        self._msgs: list[Any] = []
+        self._refs: list[list[Any]] = []
+        self._infos: list[MessageInfo] = []
+
+    def _prefix(self, messages: list[Any], keys: tuple[str, ...]) -> int:
+        k = len(self._msgs)
+        if not k or len(messages) < k:
+            return 0
+        head = messages[:k] if len(messages) > k else messages
+        if head != self._msgs:
+            return 0
+        try:
+            for key, refs in zip(keys, self._refs, strict=True):
+                if list(map(dict.get, head, repeat(key))) != refs:
+                    return 0
+        except TypeError:  # not dicts
+            return 0
+        return k
+
+    def scan(self, messages: Sequence[Any]) -> list[MessageInfo]:
+        """Infos of ``messages``, in order; forgets messages no longer present."""
+        msgs = list(messages)
+        keys = _CONTENT_KEYS[self.fmt]
+        k = self._prefix(msgs, keys)
+        if k:
+            out = self._infos[:k]
+            new = msgs[k:]
+        else:
+            out = []
+            new = msgs
+        scanner = _SCANNERS[self.fmt]
+        old = self._by_id
+        for m in new:
+            if type(m) is dict:
+                refs = tuple(map(m.get, keys))
+                hit = old.get(id(m))
+                info = hit[2] if hit is not None and hit[0] is m and hit[1] == refs else scanner(m)
+                old[id(m)] = (m, refs, info)
+            else:
+                info = scanner(as_mapping(m))
+            out.append(info)
+        if not k and len(old) > 2 * len(msgs) + 64:
+            present = set(map(id, msgs))
+            self._by_id = {i: v for i, v in old.items() if i in present}
+        if all(type(m) is dict for m in new):
+            if k:
+                for key, key_refs in zip(keys, self._refs, strict=True):
+                    key_refs.extend(map(dict.get, new, repeat(key)))
+            else:
+                self._refs = [list(map(dict.get, msgs, repeat(key))) for key in keys]
+            self._msgs = msgs
+            self._infos = list(out)
+        else:
+            self._msgs, self._refs, self._infos = [], [], []
+        return out
+
+
+def scan(messages: Sequence[Any], fmt: str) -> list[MessageInfo]:
+    """Infos of ``messages`` (no cache)."""
+    return ScanCache(fmt).scan(messages)
+
+
+def resolve_ids(infos: Sequence[MessageInfo]) -> list[MessageInfo]:
+    """Give Gemini calls and results without ids the ids :mod:`ctxbudget.messages` gives them.
+
+    A call without an id gets ``ctxb_call_<message>_<part>``; a result without an id takes
+    the oldest unanswered call of the same tool name. Other formats are returned unchanged.
+    """
+    if not any(c[0] is None for i in infos for c in i.calls) and not any(
+        r[0] is None for i in infos for r in i.results
+    ):
+        return list(infos)
+    pending: dict[str, list[str]] = {}
+    out: list[MessageInfo] = []
+    for index, info in enumerate(infos):
+        if not info.calls and not info.results:
+            out.append(info)
+            continue
+        calls = []
+        for j, (cid, name) in enumerate(info.calls):
+            call_id = cid if cid is not None else f"{_SYNTH_ID}{index}_{j}"
+            pending.setdefault(name, []).append(call_id)
+            calls.append((call_id, name))
+        results = []
+        for rid, rname, slot in info.results:
+            queue = pending.get(rname or "") or []
+            if rid is None:
+                rid = queue.pop(0) if queue else f"{_SYNTH_ID}{index}_{slot}"
+            elif rid in queue:
+                queue.remove(rid)
+            results.append((rid, rname, slot))
+        out.append(
+            MessageInfo(
+                info.kind,
+                calls=tuple(calls),
+                results=tuple(results),
+                summary=info.summary,
+                reasoning=info.reasoning,
+            )
+        )
+    return out
+
+
+def pairing_events(infos: Sequence[MessageInfo]) -> list[tuple[int, int, str]]:
+    """``(position, kind, call_id)`` events for :func:`ctxbudget.validate_pairing`."""
+    events: list[tuple[int, int, str]] = []
+    for pos, info in enumerate(infos):
+        for cid, _ in info.calls:
+            events.append((pos, 0, cid or ""))
+        for rid, _, _ in info.results:
+            events.append((pos, 1, rid or ""))
+    return events
+
+
+def check_pairing(before: Sequence[MessageInfo], after: Sequence[MessageInfo], what: str) -> None:
+    """Raise :class:`PairingError` if ``after`` has pairing violations ``before`` did not."""
+    new = validate_pairing(pairing_events(after))
+    if not new:
+        return
+    old = {(v.kind, v.call_id) for v in validate_pairing(pairing_events(before))}
+    introduced = [v for v in new if (v.kind, v.call_id) not in old]
+    if introduced:
+        raise PairingError(what, introduced)
+
+
+def turn_starts(infos: Sequence[MessageInfo]) -> list[int]:
+    """Indices of the messages that start a turn (user messages that are not tool results)."""
+    return [i for i, info in enumerate(infos) if info.kind == "user"]
+
+
+def safe_cuts(infos: Sequence[MessageInfo]) -> list[bool]:
+    """``safe[c]`` for ``c`` in ``0..len``: cutting before message ``c`` splits no pair.
+
+    Calls without any result do not constrain the cut (they are already unpaired).
+    """
+    n = len(infos)
+    diff = [0] * (n + 2)
+    first_call: dict[str, int] = {}
+    last_result: dict[str, int] = {}
+    for pos, info in enumerate(infos):
+        for cid, _ in info.calls:
+            if cid is not None:
+                first_call.setdefault(cid, pos)
+        for rid, _, _ in info.results:
+            if rid is not None:
+                last_result[rid] = pos
+    for cid, start in first_call.items():
+        end = last_result.get(cid)
+        if end is not None and end > start:
+            diff[start + 1] += 1
+            diff[end + 1] -= 1
+    safe = [True] * (n + 1)
+    depth = 0
+    for c in range(n + 1):
+        depth += diff[c]
+        if depth > 0 or (0 < c <= n and infos[c - 1].reasoning):
+            safe[c] = False
+    return safe
+
+
+def result_text(fmt: str, message: Any, slot: int) -> tuple[str, int]:
+    """The text of one tool result, and how many non-text parts (images, files) it has."""
+    m = as_mapping(message)
+    if fmt == "openai_chat":
+        return _texts(m.get("content"), ("text",))
+    if fmt == "openai_responses":
+        return _texts(m.get("output"), ("input_text", "output_text", "text"))
+    if fmt == "anthropic":
+        block = m["content"][slot]
+        return _texts(block.get("content"), ("text",))
+    part = m["parts"][slot]
+    fr = _gem_get(part, "function_response", "functionResponse") or {}
+    response = fr.get("response")
+    if isinstance(response, Mapping) and len(response) == 1:
+        (value,) = response.values()
+        if isinstance(value, str):
+            return value, 0
+    return json.dumps(response, ensure_ascii=False, default=str), 0
+
+
+def _texts(content: Any, text_types: tuple[str, ...]) -> tuple[str, int]:
+    """Text of a result's content; "" for content that is not text (a screenshot object)."""
+    if isinstance(content, str):
+        return content, 0
+    if not isinstance(content, list):
+        return "", 0
+    texts: list[str] = []
+    other = 0
+    for block in content:
+        if isinstance(block, Mapping) and block.get("type") in text_types:
+            texts.append(str(block.get("text") or ""))
+        else:
+            other += 1
+    return "\n".join(texts), other
