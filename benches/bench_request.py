@@ -16,17 +16,15 @@ Run: ``python -m pytest benches/bench_request.py`` (the table at the end gives m
 
 from __future__ import annotations
 
-import gzip
 import json
 import random
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from benches.replay_trajectories import SHARED_TRAJECTORIES, load_runs
 from ctxbudget.request import RequestEstimator, estimate_request
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "trajectories"
 TOOLS = [
     {
         "type": "function",
@@ -48,13 +46,8 @@ PAIRS = 299  # system + task + 299 x (assistant, tool) = 600 messages
 def _real_pairs() -> tuple[list[dict[str, Any]], list[tuple[dict[str, Any], dict[str, Any]]]]:
     head: list[dict[str, Any]] = []
     pairs: list[tuple[dict[str, Any], dict[str, Any]]] = []
-    for path in sorted(SHARED.glob("*.traj.json.gz")):
-        with gzip.open(path, "rt", encoding="utf-8") as fh:
-            msgs = [
-                {k: v for k, v in m.items() if k != "extra"}
-                for m in json.load(fh)["messages"]
-                if m["role"] != "exit"
-            ]
+    for run in load_runs(SHARED_TRAJECTORIES):
+        msgs = run.messages
         if not head:
             head = msgs[:2]
         pairs.extend(
@@ -88,7 +81,7 @@ def _synthetic_pairs() -> tuple[list[dict[str, Any]], list[tuple[dict[str, Any],
 
 def build_conversation() -> list[dict[str, Any]]:
     """600 OpenAI Chat messages, ~1.4 MB of text, tool calls included (fresh dicts)."""
-    head, pairs = _real_pairs() if SHARED.is_dir() else _synthetic_pairs()
+    head, pairs = _real_pairs() if SHARED_TRAJECTORIES.is_dir() else _synthetic_pairs()
     rng = random.Random(1)
     per_pair = TARGET_BYTES / PAIRS
     big = [p for p in pairs if len(p[1]["content"]) >= per_pair * 0.5]

@@ -54,6 +54,8 @@ BASH_TOOL = {
     },
 }
 TOOLS = [BASH_TOOL]
+#: The shared real runs: ``../shared/data/trajectories`` beside the checkout.
+SHARED_TRAJECTORIES = Path(__file__).resolve().parents[2] / "shared" / "data" / "trajectories"
 METHODS = ("cold", "anchored", "chars4", "usage_plus_chars4")
 
 

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
+from benches.replay_trajectories import SHARED_TRAJECTORIES as DATA
 from benches.replay_trajectories import load_runs, main, replay
-
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "trajectories"
 
 pytestmark = pytest.mark.skipif(
     not DATA.is_dir(),

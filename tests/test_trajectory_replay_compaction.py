@@ -8,14 +8,12 @@ with at most two compactions per call (no loop). The table is printed with ``pyt
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 
 import pytest
 
 from benches.replay_compaction import MAX_COMPACTIONS_PER_TURN, replay, table
+from benches.replay_trajectories import SHARED_TRAJECTORIES as DATA
 from benches.replay_trajectories import load_runs
-
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "trajectories"
 
 pytestmark = pytest.mark.skipif(
     not DATA.is_dir(),

@@ -234,7 +234,10 @@ class _Compaction:
         return self.units[self.dropped_units] - self.units[0]
 
     def request(self) -> tuple[str, int]:
-        """The prompt and output cap; drops oldest units until the request fits."""
+        """The next summarizer call's prompt and output cap (counted as an attempt).
+
+        Drops the oldest units until the request fits.
+        """
         while True:
             dropped = self._dropped_messages()
             skip = self.units[0] - self.start  # summaries before the droppable units
@@ -246,6 +249,7 @@ class _Compaction:
             )
             tokens = estimate_tokens(prompt, self.encoding) + _PROMPT_FRAMING
             if self.budget.fits(tokens, max_tokens=cap):
+                self.attempts += 1
                 return prompt, cap
             if not self._drop(1):
                 self.fail(
@@ -262,16 +266,17 @@ class _Compaction:
         self.dropped_units += min(count, remaining - 1)
         return True
 
-    def retry_after(self, error: BaseException) -> bool:
-        """After a summarizer error: reduce and retry (overflow only), or give up."""
+    def retry_or_fail(self, error: Exception) -> None:
+        """After a summarizer error: reduce and return to retry (overflow only), or raise."""
         from ctxbudget.errors import ContextWindowError
         from ctxbudget.overflow import classify_overflow
 
         overflow = isinstance(error, ContextWindowError) or classify_overflow(error) is not None
-        if not overflow or self.attempts >= self.max_attempts:
-            return False
-        remaining = len(self.units) - 1 - self.dropped_units
-        return self._drop(max(1, remaining // 2))
+        if overflow and self.attempts < self.max_attempts:
+            remaining = len(self.units) - 1 - self.dropped_units
+            if self._drop(max(1, remaining // 2)):
+                return
+        self.fail(f"the summarizer raised {type(error).__name__}: {error}", error)
 
     # -- the result
 
@@ -406,13 +411,11 @@ def compact(
     )  # fmt: skip
     while True:
         prompt, cap = plan.request()
-        plan.attempts += 1
         try:
             text = summarize(prompt, cap)
         except Exception as exc:
-            if plan.retry_after(exc):
-                continue
-            plan.fail(f"the summarizer raised {type(exc).__name__}: {exc}", exc)
+            plan.retry_or_fail(exc)
+            continue
         return plan.finish(text)
 
 
@@ -455,13 +458,11 @@ async def acompact(
     )  # fmt: skip
     while True:
         prompt, cap = plan.request()
-        plan.attempts += 1
         try:
             value: Any = summarize(prompt, cap)
             if inspect.isawaitable(value):
                 value = await value
         except Exception as exc:
-            if plan.retry_after(exc):
-                continue
-            plan.fail(f"the summarizer raised {type(exc).__name__}: {exc}", exc)
+            plan.retry_or_fail(exc)
+            continue
         return plan.finish(value)

@@ -92,7 +92,7 @@ class ContextWindowError(RuntimeError):
         self.reason = reason
         self.rule = rule
 
-    def _describe(self, what: str) -> str:
+    def _describe(self, what: str, details: list[str], rule: str | None) -> str:
         parts = [what]
         if self.model:
             parts.append(f" for {self.model}")
@@ -100,14 +100,15 @@ class ContextWindowError(RuntimeError):
             f": {_tokens(self.requested_tokens)} tokens requested,"
             f" window {_tokens(self.context_window)}"
         )
-        if self.reason:
-            parts.append(f" ({self.reason})")
-        if self.rule:
-            parts.append(f" [rule={self.rule}]")
+        if details:
+            parts.append(f" ({'; '.join(details)})")
+        if rule:
+            parts.append(f" [rule={rule}]")
         return "".join(parts)
 
     def __str__(self) -> str:
-        return self._describe("request does not fit the context window")
+        reason = [self.reason] if self.reason else []
+        return self._describe("request does not fit the context window", reason, self.rule)
 
 
 class ContextOverflowError(ContextWindowError):
@@ -173,7 +174,8 @@ class ContextOverflowError(ContextWindowError):
         )
 
     def __str__(self) -> str:
-        return self._describe("provider rejected the request as too long")
+        reason = [self.reason] if self.reason else []
+        return self._describe("provider rejected the request as too long", reason, self.rule)
 
 
 class ContextBudgetError(ContextWindowError):
@@ -225,12 +227,6 @@ class ContextBudgetError(ContextWindowError):
         self.exact = exact
 
     def __str__(self) -> str:
-        parts = [
-            "request over the context budget",
-            f" for {self.model}" if self.model else "",
-            f": {_tokens(self.requested_tokens)} tokens requested,",
-            f" window {_tokens(self.context_window)}",
-        ]
         details = [self.reason] if self.reason else []
         if self.input_tokens is not None:
             split = f"input {_tokens(self.input_tokens)}"
@@ -239,9 +235,7 @@ class ContextBudgetError(ContextWindowError):
             details.append(split)
         if self.component:
             details.append(f"component={self.component}")
-        if details:
-            parts.append(f" ({'; '.join(details)})")
-        return "".join(parts)
+        return self._describe("request over the context budget", details, None)
 
 
 class FileTooLargeError(ValueError):

@@ -50,6 +50,7 @@ from ctxbudget.messages import (
 )
 from ctxbudget.models import family_of
 from ctxbudget.tokens import DEFAULT_ENCODING, ENCODINGS, estimate_tokens
+from ctxbudget.turns import unchanged_prefix
 
 __all__ = [
     "PROFILES",
@@ -631,26 +632,6 @@ class RequestEstimator:
         self._by_id[key] = (m, refs, weighed)
         return weighed
 
-    def _prefix_len(self, msgs: list[Any], keys: tuple[str, ...]) -> int:
-        """How many leading messages are unchanged since the last estimate.
-
-        All-or-nothing over the previous list, in C loops: list equality (identity first, so
-        the same message objects compare in nanoseconds), then the content fields.
-        """
-        k = len(self._msgs)
-        if k == 0 or len(msgs) < k:
-            return 0
-        head = msgs[:k] if len(msgs) > k else msgs
-        if head != self._msgs:
-            return 0
-        try:
-            for key, refs in zip(keys, self._refs, strict=True):
-                if list(map(dict.get, head, repeat(key))) != refs:
-                    return 0
-        except TypeError:  # not dicts: fall back to the per-message check
-            return 0
-        return k
-
     # -- the estimate
 
     def estimate(
@@ -686,7 +667,7 @@ class RequestEstimator:
             if msgs and detect_format(msgs, default="") != "":  # decisive: keep it
                 self.format = fmt
         keys = _FAST_KEYS[fmt]
-        k = self._prefix_len(msgs, keys)
+        k = unchanged_prefix(msgs, self._msgs, self._refs, keys)
         if k:  # unchanged prefix: start from its running sums
             acc = list(self._acc)
             per_message = self._per_message

@@ -191,6 +191,35 @@ def _plan_removals(
     return remove, len(kept), total
 
 
+def _remove_planned(
+    entries: Iterable[tuple[str, float, int]],
+    remove: Callable[[str], object],
+    *,
+    now: float,
+    max_age: float | None,
+    max_total_bytes: int | None,
+    removed_files: int = 0,
+    removed_bytes: int = 0,
+) -> CleanupReport:
+    """Remove what :func:`_plan_removals` picks with ``remove(name)``; a failure is kept.
+
+    ``removed_files`` and ``removed_bytes`` count what the caller already removed.
+    """
+    removals, kept_files, kept_bytes = _plan_removals(
+        entries, now=now, max_age=max_age, max_total_bytes=max_total_bytes
+    )
+    for name, size in removals:
+        try:
+            remove(name)
+        except OSError:
+            kept_files += 1
+            kept_bytes += size
+            continue
+        removed_files += 1
+        removed_bytes += size
+    return CleanupReport(removed_files, removed_bytes, kept_files, kept_bytes)
+
+
 class DirectorySpillStore:
     """Spill files in a local directory: atomic writes, safe names, age and size retention.
 
@@ -328,19 +357,15 @@ class DirectorySpillStore:
                     entries.append((entry.name, created, entry.stat().st_size))
             except OSError:
                 continue
-        removals, kept_files, kept_bytes = _plan_removals(
-            entries, now=moment, max_age=self._max_age, max_total_bytes=self._max_total
+        return _remove_planned(
+            entries,
+            lambda name: os.unlink(self._directory / name),
+            now=moment,
+            max_age=self._max_age,
+            max_total_bytes=self._max_total,
+            removed_files=removed_files,
+            removed_bytes=removed_bytes,
         )
-        for name, size in removals:
-            try:
-                os.unlink(self._directory / name)
-            except OSError:
-                kept_files += 1
-                kept_bytes += size
-                continue
-            removed_files += 1
-            removed_bytes += size
-        return CleanupReport(removed_files, removed_bytes, kept_files, kept_bytes)
 
     def _maybe_cleanup(self) -> None:
         with self._lock:
@@ -460,20 +485,13 @@ class FsspecSpillStore:
             created = _name_time(name)
             if created is not None and info.get("type", "file") == "file":
                 entries.append((name, created, int(info.get("size") or 0)))
-        removals, kept_files, kept_bytes = _plan_removals(
-            entries, now=moment, max_age=self._max_age, max_total_bytes=self._max_total
+        return _remove_planned(
+            entries,
+            lambda name: self._fs.rm_file(f"{self._base}/{name}"),
+            now=moment,
+            max_age=self._max_age,
+            max_total_bytes=self._max_total,
         )
-        removed_files = removed_bytes = 0
-        for name, size in removals:
-            try:
-                self._fs.rm_file(f"{self._base}/{name}")
-            except OSError:
-                kept_files += 1
-                kept_bytes += size
-                continue
-            removed_files += 1
-            removed_bytes += size
-        return CleanupReport(removed_files, removed_bytes, kept_files, kept_bytes)
 
 
 _default_store: DirectorySpillStore | None = None

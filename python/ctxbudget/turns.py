@@ -239,6 +239,30 @@ _CONTENT_KEYS = {
 }
 
 
+def unchanged_prefix(
+    messages: list[Any], previous: list[Any], refs: list[list[Any]], keys: tuple[str, ...]
+) -> int:
+    """How many leading messages are unchanged since ``previous`` (with its ``refs``).
+
+    ``refs[j]`` holds ``message.get(keys[j])`` for every message of ``previous``. All or
+    nothing over ``previous``, in C loops: list equality (identity first, so the same message
+    objects compare in nanoseconds), then the content fields. Caches keep both lists.
+    """
+    k = len(previous)
+    if k == 0 or len(messages) < k:
+        return 0
+    head = messages[:k] if len(messages) > k else messages
+    if head != previous:
+        return 0
+    try:
+        for key, key_refs in zip(keys, refs, strict=True):
+            if list(map(dict.get, head, repeat(key))) != key_refs:
+                return 0
+    except TypeError:  # not dicts: the caller falls back to its per-message check
+        return 0
+    return k
+
+
 def scan_one(message: Any, fmt: str) -> MessageInfo:
     """Read one message's :class:`MessageInfo`."""
     return _SCANNERS[fmt](as_mapping(message))
@@ -267,26 +291,11 @@ class ScanCache:
         self._refs: list[list[Any]] = []
         self._infos: list[MessageInfo] = []
 
-    def _prefix(self, messages: list[Any], keys: tuple[str, ...]) -> int:
-        k = len(self._msgs)
-        if not k or len(messages) < k:
-            return 0
-        head = messages[:k] if len(messages) > k else messages
-        if head != self._msgs:
-            return 0
-        try:
-            for key, refs in zip(keys, self._refs, strict=True):
-                if list(map(dict.get, head, repeat(key))) != refs:
-                    return 0
-        except TypeError:  # not dicts
-            return 0
-        return k
-
     def scan(self, messages: Sequence[Any]) -> list[MessageInfo]:
         """Infos of ``messages``, in order; forgets messages no longer present."""
         msgs = list(messages)
         keys = _CONTENT_KEYS[self.fmt]
-        k = self._prefix(msgs, keys)
+        k = unchanged_prefix(msgs, self._msgs, self._refs, keys)
         if k:
             out = self._infos[:k]
             new = msgs[k:]

@@ -15,6 +15,7 @@ from ctxbudget.formats.common import (
     _as_b64,
     _call_id,
     _extra,
+    _read_content,
     _Reader,
     _rest,
     _same,
@@ -104,12 +105,8 @@ def _anth_block(r: _Reader, raw: object, path: str) -> Part:
         if content is None:
             inner: tuple[Part, ...] = ()
             style = "absent" if "content" not in block else "none"
-        elif isinstance(content, str):
-            inner, style = ((Part("text", text=content),) if content else ()), "str"
         else:
-            items = r.list_(content, f"{path}.content")
-            inner = tuple(_anth_block(r, b, f"{path}.content[{i}]") for i, b in enumerate(items))
-            style = "list"
+            inner, style = _read_content(r, content, f"{path}.content", _anth_block)
         return Part(
             "tool_result",
             call_id=r.str_(block, "tool_use_id", f"{path}."),
@@ -145,14 +142,7 @@ def _read_anthropic(message: object, index: int) -> Message:
     role = m.get("role")
     if role not in ("user", "assistant"):
         raise r.fail("role", f"expected 'user' or 'assistant', got {role!r}")
-    content = m.get("content")
-    if isinstance(content, str):
-        parts: tuple[Part, ...] = (Part("text", text=content),) if content else ()
-        style = "str"
-    else:
-        items = r.list_(content, "content")
-        parts = tuple(_anth_block(r, b, f"content[{i}]") for i, b in enumerate(items))
-        style = "list"
+    parts, style = _read_content(r, m.get("content"), "content", _anth_block)
     return Message(
         role=role,
         parts=parts,

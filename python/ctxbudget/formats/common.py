@@ -8,7 +8,7 @@ URLs, base64, tool-call arguments, made-up call ids, google-genai objects).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ctxbudget.formats.model import Message, MessageFormatError, Part
@@ -49,6 +49,16 @@ class _Reader:
         if not isinstance(obj, list | tuple):
             raise self.fail(path, f"expected a list, got {type(obj).__name__}")
         return list(obj)
+
+
+def _read_content(
+    r: _Reader, content: object, path: str, read_part: Callable[[_Reader, object, str], Part]
+) -> tuple[tuple[Part, ...], str]:
+    """A string or a list of parts → (parts, style ``"str"`` or ``"list"``)."""
+    if isinstance(content, str):
+        return ((Part("text", text=content),) if content else ()), "str"
+    items = r.list_(content, path)
+    return tuple(read_part(r, b, f"{path}[{i}]") for i, b in enumerate(items)), "list"
 
 
 class _Writer:

@@ -17,6 +17,7 @@ from ctxbudget.formats.common import (
     _extra,
     _parse_args,
     _parse_data_url,
+    _read_content,
     _Reader,
     _rest,
     _same,
@@ -76,10 +77,7 @@ def _chat_part(r: _Reader, raw: object, path: str) -> Part:
 def _chat_content(r: _Reader, content: object, path: str) -> tuple[tuple[Part, ...], str]:
     if content is None:
         return (), "none"
-    if isinstance(content, str):
-        return ((Part("text", text=content),) if content else ()), "str"
-    items = r.list_(content, path)
-    return tuple(_chat_part(r, b, f"{path}[{i}]") for i, b in enumerate(items)), "list"
+    return _read_content(r, content, path, _chat_part)
 
 
 def _read_chat(message: object, index: int) -> Message:

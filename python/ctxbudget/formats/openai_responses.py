@@ -18,6 +18,7 @@ from ctxbudget.formats.common import (
     _extra,
     _parse_args,
     _parse_data_url,
+    _read_content,
     _Reader,
     _rest,
     _same,
@@ -107,14 +108,7 @@ def _read_responses(item: object, index: int) -> Message:
         role = m.get("role")
         if role not in ("system", "developer", "user", "assistant"):
             raise r.fail("role", f"expected system/developer/user/assistant, got {role!r}")
-        content = m.get("content")
-        if isinstance(content, str):
-            parts: tuple[Part, ...] = (Part("text", text=content),) if content else ()
-            style = "str"
-        else:
-            items = r.list_(content, "content")
-            parts = tuple(_resp_part(r, b, f"content[{i}]") for i, b in enumerate(items))
-            style = "list"
+        parts, style = _read_content(r, m.get("content"), "content", _resp_part)
         return Message(
             role=role,
             parts=parts,
@@ -136,14 +130,7 @@ def _read_responses(item: object, index: int) -> Message:
         )
         return Message("assistant", (part,), provider="openai_responses", source=item)
     if kind == "function_call_output":
-        output = m.get("output")
-        if isinstance(output, str):
-            result: tuple[Part, ...] = (Part("text", text=output),) if output else ()
-            style = "str"
-        else:
-            items = r.list_(output, "output")
-            result = tuple(_resp_part(r, b, f"output[{i}]") for i, b in enumerate(items))
-            style = "list"
+        result, style = _read_content(r, m.get("output"), "output", _resp_part)
         part = Part(
             "tool_result",
             call_id=r.str_(m, "call_id", ""),
