@@ -3,6 +3,7 @@
     python benches/speed.py                  # the eval split of the fitting corpus, per class
     python benches/speed.py --corpus DIR     # any DIR/<class>/*.txt
     python benches/speed.py --batch          # estimate_batch speed-up with 1 vs 2 threads
+    python benches/speed.py --small          # microseconds per call on short messages
 
 Each class's files are joined and repeated to at least ``--mb`` MB (the slow exact tokenizers
 get a 512 KB prefix). Every figure is the median of ``--repeat`` timed calls, single-threaded,
@@ -188,6 +189,32 @@ def batch(texts: dict[str, str], repeat: int) -> None:
     assert estimate_batch(docs[:3]).shape == (3,)
 
 
+#: Short messages (agent turns are often this size): ASCII, Latin with accents, CJK.
+SMALL = {
+    "ascii": "Ran the tests: 784 passed in 33s. Next I will fix the flaky network check.",
+    "latin": "Les tests sont passés : 784 réussis en 33 s. Ensuite je corrige la vérification.",
+    "cjk": "测试已通过\uff1a33 秒内 784 个通过。接下来我会修复不稳定的网络检查。",
+}
+
+
+def small(repeat: int) -> None:
+    """Microseconds per call on short messages: fixed per-call costs, not throughput."""
+    print("microseconds per call, median of timed batches of 2000 calls (same run)")
+    print("| message | bytes | str o200k | bytes o200k | str conservative | bytes conservative |")
+    print("|---|---|---|---|---|---|")
+    for name, text in SMALL.items():
+        data = text.encode()
+        cells = []
+        for enc in ("o200k", "conservative"):
+            for arg in (text, data):
+                per = median_seconds(
+                    lambda arg=arg, enc=enc: [estimate_tokens(arg, enc) for _ in range(2000)],
+                    repeat,
+                )
+                cells.append(f"{per / 2000 * 1e6:.2f}")
+        print(f"| {name} | {len(data)} | " + " | ".join(cells) + " |")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -198,10 +225,14 @@ def main() -> int:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--batch", action="store_true", help="estimate_batch 1 vs 2 threads")
     ap.add_argument("--wall", action="store_true", help="wall-clock time instead of CPU time")
+    ap.add_argument("--small", action="store_true", help="microseconds per call, short messages")
     a = ap.parse_args()
     global CLOCK
     if a.wall:
         CLOCK = time.perf_counter
+    if a.small:
+        small(a.repeat)
+        return 0
     texts = classes(a.corpus)
     if a.batch:
         batch(texts, a.repeat)

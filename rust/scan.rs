@@ -265,8 +265,18 @@ fn decode(t: &[u8], i: usize, b: u8) -> Ch {
     }
 }
 
-/// [`classify`] of every BMP code point, packed `cat << 4 | script`, built on first use.
-static BMP: std::sync::OnceLock<Box<[u8]>> = std::sync::OnceLock::new();
+/// [`classify`] of every BMP code point, packed `cat << 4 | script`, computed at compile time
+/// (built on first use it cost 2-3 ms, paid by the first non-ASCII text of every process).
+static BMP: [u8; 0x1_0000] = {
+    let mut table = [0u8; 0x1_0000];
+    let mut c = 0;
+    while c < table.len() {
+        let (cat, script) = classify(c as u32);
+        table[c] = ((cat as u8) << 4) | script;
+        c += 1;
+    }
+    table
+};
 
 const CATS: [Cat; 10] = [
     Cat::Lower,
@@ -285,15 +295,7 @@ const CATS: [Cat; 10] = [
 #[allow(clippy::inline_always)] // hot path; measurably faster inlined
 #[inline(always)]
 fn classify_fast(cp: u32) -> (Cat, u8) {
-    let table = BMP.get_or_init(|| {
-        (0..0x1_0000u32)
-            .map(|c| {
-                let (cat, script) = classify(c);
-                ((cat as u8) << 4) | script
-            })
-            .collect()
-    });
-    match table.get(cp as usize) {
+    match BMP.get(cp as usize) {
         Some(&v) => (CATS[usize::from(v >> 4).min(CATS.len() - 1)], v & 0x0F),
         None => classify(cp),
     }
@@ -301,7 +303,7 @@ fn classify_fast(cp: u32) -> (Cat, u8) {
 
 /// Alternating case blocks: even code points upper case, odd lower case.
 #[inline]
-fn alternating(cp: u32) -> Cat {
+const fn alternating(cp: u32) -> Cat {
     if cp & 1 == 0 {
         Cat::Upper
     } else {
@@ -310,7 +312,7 @@ fn alternating(cp: u32) -> Cat {
 }
 
 /// Indic blocks share one layout per 128 code points; classify by offset in the block.
-fn indic(cp: u32) -> Cat {
+const fn indic(cp: u32) -> Cat {
     match cp & 0x7F {
         0x00..=0x03 | 0x3A..=0x3C | 0x3E..=0x4F | 0x51..=0x57 | 0x62..=0x63 => Cat::Mark,
         0x64..=0x65 | 0x70 => Cat::Punct,
@@ -328,7 +330,7 @@ fn indic(cp: u32) -> Cat {
     clippy::match_same_arms,
     clippy::match_overlapping_arm
 )]
-fn classify(cp: u32) -> (Cat, u8) {
+const fn classify(cp: u32) -> (Cat, u8) {
     use script as s;
     use Cat::{Caseless, Digit, Lower, Mark, Punct, Space, Upper};
     match cp {

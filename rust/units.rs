@@ -103,7 +103,9 @@ pub struct Surrogate(pub usize);
 /// U+10FFFF: such text has no UTF-8 form.
 pub fn estimate_units<U: Unit>(units: &[U], encoding: Encoding) -> Result<u64, Surrogate> {
     let mut est = Estimator::new(encoding);
-    let mut buf = vec![0u8; BUF + 4];
+    // Sized to the text when it is small (most calls): zeroing 64 KB would cost more than
+    // estimating a short message. Up to 4 bytes per unit, so a small buffer never fills.
+    let mut buf = vec![0u8; BUF.min(units.len().saturating_mul(4)) + 4];
     let mut len = 0;
     for (i, &u) in units.iter().enumerate() {
         let c = u.code();
