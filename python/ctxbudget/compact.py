@@ -281,11 +281,20 @@ class _Compaction:
     # -- the result
 
     def finish(self, summary: object) -> CompactResult:
+        if inspect.isawaitable(summary):
+            close = getattr(summary, "close", None)
+            if callable(close):  # a coroutine never awaited would warn at garbage collection
+                close()
+            self.fail("the summarizer is async: call acompact, not compact", None)
         if not isinstance(summary, str):
             self.fail(f"the summarizer returned {type(summary).__name__}, not str", None)
         text = str(summary).strip()
         if not text:
             self.fail("the summarizer returned an empty summary", None)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as e:  # a lone surrogate: no provider would accept it
+            self.fail(f"the summarizer returned text that is not valid Unicode: {e}", e)
         message = summary_message(self.fmt, text, self.level)
         scratch = RequestEstimator(
             self.model, encoding=self.encoding, counter=self.counter, format=self.fmt

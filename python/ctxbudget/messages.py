@@ -106,6 +106,7 @@ def detect_format(messages: Sequence[Any], *, default: str = "openai_chat") -> s
     >>> detect_format([{"type": "function_call_output", "call_id": "c1", "output": "ok"}])
     'openai_responses'
     """
+    _check_list(messages, None)
     for message in messages:
         vote = _vote(message)
         if vote is not None:
@@ -113,7 +114,20 @@ def detect_format(messages: Sequence[Any], *, default: str = "openai_chat") -> s
     return default
 
 
+def _check_list(messages: object, fmt: str | None) -> None:
+    """Reject what is not a list of messages, before anything iterates it.
+
+    A generator or other one-shot iterator would be used up by format detection and then read
+    as an empty conversation, so it is refused rather than silently emptied.
+    """
+    if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Sequence):
+        raise MessageFormatError(
+            f"expected a list of messages, got {type(messages).__name__}", None, "messages", fmt
+        )
+
+
 def _check_format(fmt: str | None, messages: Sequence[Any]) -> MessageFormat:
+    _check_list(messages, fmt)
     found = detect_format(messages) if fmt is None else fmt
     for known in FORMATS:
         if found == known:
@@ -139,8 +153,6 @@ def normalize_messages(messages: Sequence[Any], format: str | None = None) -> tu
     ['assistant']
     """
     fmt = _check_format(format, messages)
-    if isinstance(messages, str | bytes | Mapping):
-        raise MessageFormatError("expected a list of messages", None, "messages", fmt)
     read = _READERS[fmt]
     out = tuple(read(m, i) for i, m in enumerate(messages))
     return _gemini_ids(out) if fmt == "gemini" else out
@@ -228,6 +240,7 @@ def convert_messages(
     """
     if to not in FORMATS:
         raise ValueError(f"unknown message format {to!r}; expected one of {FORMATS}")
+    _check_list(messages, source)
     if messages and all(isinstance(m, Message) for m in messages):
         normalized = list(cast(Sequence[Message], messages))
     else:

@@ -33,7 +33,7 @@ import math
 import re
 import struct
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from itertools import repeat
@@ -653,8 +653,13 @@ class RequestEstimator:
         tools: Sequence[Any] | None,
         max_tokens: int | None,
     ) -> RequestEstimate:
-        if isinstance(messages, str | bytes | Mapping):
-            raise MessageFormatError("expected a list of messages", None, "messages", self.format)
+        if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Iterable):
+            raise MessageFormatError(
+                f"expected a list of messages, got {type(messages).__name__}",
+                None,
+                "messages",
+                self.format,
+            )
         msgs = list(messages)
         if msgs and _is_langchain_message(msgs[0]):
             from ctxbudget.messages import from_langchain

@@ -14,6 +14,7 @@ from ctxbudget.formats.common import (
     _args_object,
     _as_b64,
     _call_id,
+    _check_depth,
     _extra,
     _read_content,
     _Reader,
@@ -96,7 +97,9 @@ def _anth_block(r: _Reader, raw: object, path: str) -> Part:
             "tool_call",
             call_id=r.str_(block, "id", f"{path}."),
             name=r.str_(block, "name", f"{path}."),
-            arguments=r.mapping(block.get("input"), f"{path}.input"),
+            arguments=_check_depth(
+                r, r.mapping(block.get("input"), f"{path}.input"), f"{path}.input"
+            ),
             provider="anthropic",
             extra=_rest(block, ("type", "id", "name", "input")),
         )
@@ -131,8 +134,8 @@ def _anth_block(r: _Reader, raw: object, path: str) -> Part:
             provider="anthropic",
             extra=_rest(block, ("type", "data")) | {"_redacted": True},
         )
-    if kind in _ANTH_BLOCK_TYPES:
-        return Part("other", provider="anthropic", extra=dict(block))
+    if isinstance(kind, str) and kind in _ANTH_BLOCK_TYPES:
+        return Part("other", provider="anthropic", extra=_check_depth(r, dict(block), path))
     raise r.fail(f"{path}.type", f"unknown content block type {kind!r}")
 
 

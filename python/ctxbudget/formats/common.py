@@ -113,11 +113,46 @@ def _call_id(part: Part, w: _Writer) -> str:
 # --------------------------------------------------------------------------- encodings
 
 
-def _parse_args(raw: str) -> Any:
+#: Deepest JSON nesting accepted in tool-call arguments and tool responses. Python's ``json``
+#: recurses once per level and the interpreter stops near 1000 frames; past this depth a
+#: later ``json.dumps`` (estimating, converting) would raise ``RecursionError`` far from the
+#: message, so the reader refuses it with the message index and field instead.
+_MAX_JSON_DEPTH = 256
+
+
+def _too_deep(r: _Reader, path: str) -> MessageFormatError:
+    return r.fail(path, f"JSON value nested deeper than {_MAX_JSON_DEPTH} levels")
+
+
+def _check_depth(r: _Reader, value: Any, path: str) -> Any:
+    """``value`` itself, after checking (without recursion) that it nests at most so deep."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping):
+            children: Iterable[Any] = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        if depth > _MAX_JSON_DEPTH:
+            raise _too_deep(r, path)
+        stack.extend((child, depth + 1) for child in children)
+    return value
+
+
+def _parse_args(r: _Reader, raw: str, path: str) -> Any:
+    """Tool-call arguments string → its JSON value; ``None`` when it is not JSON."""
     try:
-        return json.loads(raw) if raw.strip() else {}
+        value = json.loads(raw) if raw.strip() else {}
     except ValueError:
         return None
+    except RecursionError:
+        raise _too_deep(r, path) from None
+    # Only a string with that many brackets can nest that deep: skip the walk otherwise.
+    if raw.count("{") + raw.count("[") > _MAX_JSON_DEPTH:
+        _check_depth(r, value, path)
+    return value
 
 
 def _args_string(part: Part) -> str:

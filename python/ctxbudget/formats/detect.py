@@ -20,7 +20,7 @@ def _vote(message: object) -> MessageFormat | None:
     if "parts" in message or message.get("role") == "model":
         return "gemini"
     kind = message.get("type")
-    if kind is not None and kind != "message" and kind in _RESP_ITEM_TYPES:
+    if isinstance(kind, str) and kind != "message" and kind in _RESP_ITEM_TYPES:
         return "openai_responses"
     role = message.get("role")
     if role == "tool" or "tool_calls" in message or "tool_call_id" in message:
@@ -31,6 +31,8 @@ def _vote(message: object) -> MessageFormat | None:
             if not isinstance(block, Mapping):
                 continue
             btype = block.get("type")
+            if not isinstance(btype, str):
+                continue
             if btype in _ANTH_BLOCK_TYPES:
                 return "anthropic"
             if btype in _RESP_PART_TYPES:

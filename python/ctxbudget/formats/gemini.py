@@ -15,12 +15,14 @@ from typing import Any
 from ctxbudget.formats.common import (
     _SYNTH_ID,
     _args_object,
+    _check_depth,
     _genai_to_dict,
     _parts_text,
     _Reader,
     _rest,
     _same,
     _signature,
+    _too_deep,
     _Writer,
 )
 from ctxbudget.formats.model import Message, Part, PartKind
@@ -57,7 +59,7 @@ def _result_obj(text: str) -> Any:
     """Tool-result text as a Gemini ``response`` object, so that _result_text gives it back."""
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or too deep to be an object we rewrite
         value = None
     if (
         isinstance(value, dict)
@@ -122,9 +124,13 @@ def _gem_part(r: _Reader, raw: object, path: str) -> Part:
         fc = r.mapping(block["function_call"], f"{path}.function_call")
         return Part(
             "tool_call",
-            call_id=fc.get("id"),
+            call_id=r.str_(fc, "id", f"{path}.function_call.", required=False),
             name=r.str_(fc, "name", f"{path}.function_call."),
-            arguments=dict(fc.get("args") or {}),
+            arguments=_check_depth(
+                r,
+                dict(r.mapping(fc.get("args") or {}, f"{path}.function_call.args")),
+                f"{path}.function_call.args",
+            ),
             signature=sig,
             provider="gemini",
             extra=_rest(block, ("function_call", "thought_signature"))
@@ -133,10 +139,16 @@ def _gem_part(r: _Reader, raw: object, path: str) -> Part:
     if "function_response" in block:
         fr = r.mapping(block["function_response"], f"{path}.function_response")
         response = fr.get("response")
-        text = _result_text(response if response is not None else {})
+        where = f"{path}.function_response.response"
+        try:
+            text = _result_text(response if response is not None else {})
+        except RecursionError:
+            raise _too_deep(r, where) from None
+        except (TypeError, ValueError) as e:  # a value JSON cannot write (bytes, a set, NaN...)
+            raise r.fail(where, f"not a JSON value: {e}") from None
         return Part(
             "tool_result",
-            call_id=fr.get("id"),
+            call_id=r.str_(fr, "id", f"{path}.function_response.", required=False),
             name=r.str_(fr, "name", f"{path}.function_response."),
             content=(Part("text", text=text),),
             signature=sig,
@@ -144,7 +156,7 @@ def _gem_part(r: _Reader, raw: object, path: str) -> Part:
             extra=_rest(block, ("function_response", "thought_signature"))
             | {"_fr": _rest(fr, ("id", "name", "response"))},
         )
-    return Part("other", signature=sig, provider="gemini", extra=block)
+    return Part("other", signature=sig, provider="gemini", extra=_check_depth(r, block, path))
 
 
 def _media_kind(media_type: str) -> PartKind:

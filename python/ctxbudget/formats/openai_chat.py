@@ -84,7 +84,7 @@ def _read_chat(message: object, index: int) -> Message:
     r = _Reader("openai_chat", index)
     m = r.mapping(message, "")
     role = m.get("role")
-    if role not in _CHAT_ROLES:
+    if not isinstance(role, str) or role not in _CHAT_ROLES:
         raise r.fail("role", f"expected one of {sorted(_CHAT_ROLES)}, got {role!r}")
     if "content" in m:
         parts, style = _chat_content(r, m["content"], "content")
@@ -112,7 +112,7 @@ def _read_chat(message: object, index: int) -> Message:
                         call_id=r.str_(call, "id", f"{path}."),
                         name=r.str_(fn, "name", f"{path}.function."),
                         raw_arguments=arguments,
-                        arguments=_parse_args(arguments),
+                        arguments=_parse_args(r, arguments, f"{path}.function.arguments"),
                         extra=_rest(call, ("id", "type", "function")),
                     )
                 )
@@ -131,7 +131,7 @@ def _read_chat(message: object, index: int) -> Message:
     if name is not None and not isinstance(name, str):
         raise r.fail("name", "expected a string")
     return Message(
-        role=cast(str, role),
+        role=role,
         parts=tuple(p if p.provider else replace(p, provider="openai_chat") for p in parts),
         name=name,
         style=style,

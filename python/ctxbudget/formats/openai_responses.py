@@ -14,6 +14,7 @@ from typing import Any
 from ctxbudget.formats.common import (
     _args_string,
     _call_id,
+    _check_depth,
     _data_url,
     _extra,
     _parse_args,
@@ -124,7 +125,7 @@ def _read_responses(item: object, index: int) -> Message:
             call_id=r.str_(m, "call_id", ""),
             name=r.str_(m, "name", ""),
             raw_arguments=arguments,
-            arguments=_parse_args(arguments),
+            arguments=_parse_args(r, arguments, "arguments"),
             provider="openai_responses",
             extra=_rest(m, ("type", "call_id", "name", "arguments")),
         )
@@ -153,8 +154,8 @@ def _read_responses(item: object, index: int) -> Message:
             | {"_summary_count": len(texts)},
         )
         return Message("assistant", (part,), provider="openai_responses", source=item)
-    if kind in _RESP_ITEM_TYPES:
-        part = Part("other", provider="openai_responses", extra=dict(m))
+    if isinstance(kind, str) and kind in _RESP_ITEM_TYPES:
+        part = Part("other", provider="openai_responses", extra=_check_depth(r, dict(m), "message"))
         return Message("assistant", (part,), provider="openai_responses", source=item)
     raise r.fail("type", f"unknown input item type {kind!r}")
 
