@@ -242,9 +242,10 @@ fn extract_sizes(sizes: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
     if let Ok(array) = sizes.extract::<PyReadonlyArray1<'_, i64>>() {
         return Ok(array.as_array().iter().copied().collect());
     }
-    sizes.extract::<Vec<i64>>().map_err(|_| {
+    sizes.extract::<Vec<i64>>().map_err(|err| {
         PyTypeError::new_err(format!(
-            "sizes must be a sequence of ints or a 1-D int64 numpy array, not {}",
+            "sizes must be a sequence of ints that fit in int64, or a 1-D int64 numpy array \
+             (got {}: {err})",
             type_name(sizes)
         ))
     })
@@ -306,9 +307,10 @@ fn validate_pairing(
     for (index, item) in events.try_iter()?.enumerate() {
         let item = item?;
         let (position, kind, call_id): (i64, Bound<'_, PyAny>, Bound<'_, PyAny>) =
-            item.extract().map_err(|_| {
+            item.extract().map_err(|err| {
                 PyTypeError::new_err(format!(
-                    "event {index}: expected a (position, kind, call_id) tuple, got {}",
+                    "event {index}: expected a (position: int64, kind, call_id) tuple \
+                     (got {}: {err})",
                     type_name(&item)
                 ))
             })?;
