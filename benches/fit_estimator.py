@@ -374,7 +374,7 @@ def _fit(
         "Scanner fidelity on the fit split:",
         *[f"  {a}" for a in agree],
         "",
-        "Vocabulary filters (rust/vocab_filters.bin, blocked Bloom, 3 bits per entry):",
+        "Vocabulary filters (rust/vocab_filters.bin, blocked Bloom, 6 bits per entry):",
         *[f"  {n}" for n in filter_notes],
         "",
         "A piece in its encoding's filter costs one token. Other pieces: cell value = mean oracle",

@@ -193,13 +193,22 @@ fn run_cost(table: &[u16], g: usize, chars: u32) -> u64 {
     }
 }
 
+/// Longest word piece looked up in the filter, in bytes (vocabularies have no longer words;
+/// long letter runs such as base64 lines skip the hash).
+const WORD_MAX_LEN: usize = 64;
+
 /// The vocabulary hash of a piece, or `None` for pieces never looked up (digit runs, invalid
 /// bytes, very long pieces).
 #[allow(clippy::inline_always)] // hot path; measurably faster inlined
 #[inline(always)]
 #[must_use]
 pub fn piece_hash(p: &Piece, text: &[u8]) -> Option<u64> {
-    if matches!(p.kind, Kind::Digits | Kind::Invalid) || p.end - p.start > vocab::MAX_LEN {
+    let max = match p.kind {
+        Kind::Digits | Kind::Invalid => return None,
+        Kind::Word => WORD_MAX_LEN,
+        _ => vocab::MAX_LEN,
+    };
+    if p.end - p.start > max {
         return None;
     }
     text.get(p.start..p.end).map(vocab::hash)
@@ -250,13 +259,113 @@ pub fn greedy_tokens(b: &[u8], filter: &Filter<'_>) -> u32 {
     n
 }
 
+/// Tokens of a longest-first split of `b` against the vocabulary filter, trying every length
+/// up to [`vocab::MAX_LEN`] bytes: for runs of one character (`*****`, spaces), whose
+/// vocabulary entries come in sparse lengths (8, 16, 32, 64, 80, ...) that [`greedy_tokens`]
+/// would stop short of. A character that starts no entry counts as two tokens.
+#[must_use]
+pub fn run_tokens(b: &[u8], filter: &Filter<'_>) -> u32 {
+    let mut n = 0;
+    let mut i = 0;
+    while i < b.len() {
+        let mut len = (b.len() - i).min(vocab::MAX_LEN);
+        let mut found = false;
+        while len > 0 {
+            let on_boundary = b.get(i + len).is_none_or(|&c| c & 0xC0 != 0x80);
+            if on_boundary && filter.contains(vocab::hash(&b[i..i + len])) {
+                found = true;
+                break;
+            }
+            len -= 1;
+        }
+        if found {
+            n += 1;
+            i += len;
+        } else {
+            n += 2;
+            i += 1;
+            while b.get(i).is_some_and(|&c| c & 0xC0 == 0x80) {
+                i += 1;
+            }
+        }
+    }
+    n
+}
+
+/// Tokens of a camelCase word split into its humps (a new hump at each lower → upper case
+/// change, as o200k's pre-tokenizer splits), each hump one token when the vocabulary has it
+/// whole, else its [`greedy_tokens`] count: BPE rarely merges across humps. A word of one hump
+/// is its [`greedy_tokens`] count (callers have looked it up whole already).
+#[must_use]
+pub fn hump_tokens(b: &[u8], filter: &Filter<'_>) -> u32 {
+    let hump = |s: &[u8]| {
+        if filter.contains(vocab::hash(s)) {
+            1
+        } else {
+            greedy_tokens(s, filter)
+        }
+    };
+    let mut n = 0;
+    let mut start = 0;
+    for i in 1..b.len() {
+        if b[i].is_ascii_uppercase() && b[i - 1].is_ascii_lowercase() {
+            n += hump(&b[start..i]);
+            start = i;
+        }
+    }
+    if start == 0 {
+        // One hump: the caller has already looked the whole word up.
+        return greedy_tokens(b, filter);
+    }
+    n + hump(&b[start..])
+}
+
+/// Byte length of the letters of word piece `p` (`b` is its text): all but the prefix character.
+fn word_bytes(p: &Piece, b: &[u8]) -> usize {
+    if p.prefix == prefix::NONE {
+        return b.len();
+    }
+    let mut i = 1;
+    while b.get(i).is_some_and(|&c| c & 0xC0 == 0x80) {
+        i += 1;
+    }
+    b.len() - i.min(b.len())
+}
+
+/// Tokens of the letters `b` of word piece `p`: camelCase ASCII words by [`hump_tokens`], other
+/// words by [`greedy_tokens`].
+fn word_tokens(p: &Piece, b: &[u8], filter: &Filter<'_>) -> u32 {
+    if p.class == script::ASCII && p.shape == scan::case::MIXED {
+        hump_tokens(b, filter)
+    } else {
+        greedy_tokens(b, filter)
+    }
+}
+
 /// The length feature of a piece that is not one token: its greedy token count (digit runs
-/// and invalid bytes: their character count).
+/// and invalid bytes: their character count; runs of one punctuation character and of spaces:
+/// [`run_tokens`]; camelCase ASCII words: [`hump_tokens`]).
 #[must_use]
 pub fn piece_length(p: &Piece, text: &[u8], m: &Model) -> u32 {
+    let b = text.get(p.start..p.end).unwrap_or_default();
     match p.kind {
         Kind::Digits | Kind::Invalid => p.chars,
-        _ => greedy_tokens(text.get(p.start..p.end).unwrap_or_default(), &m.filter),
+        Kind::Punct if p.shape & 2 != 0 => run_tokens(b, &m.filter),
+        Kind::Space if p.class == 0 => run_tokens(b, &m.filter),
+        Kind::Word if p.prefix == prefix::ASCII && p.class == script::ASCII => {
+            // An ASCII punctuation prefix of an ASCII word (`{visibility`, `"DataLake`) is rarely merged with
+            // the word: cost it as one token plus the bare word.
+            let rest = text
+                .get(p.end - word_bytes(p, b)..p.end)
+                .unwrap_or_default();
+            1 + if m.filter.contains(vocab::hash(rest)) {
+                1
+            } else {
+                word_tokens(p, rest, &m.filter)
+            }
+        }
+        Kind::Word => word_tokens(p, b, &m.filter),
+        _ => greedy_tokens(b, &m.filter),
     }
 }
 
