@@ -57,6 +57,7 @@ from ctxbudget.turns import (
     resolve_ids,
     safe_cuts,
     scan,
+    scan_error,
 )
 
 __all__ = ["CompactResult", "CompactionError", "Summarizer", "acompact", "compact"]
@@ -167,7 +168,7 @@ class _Compaction:
         try:
             self.infos = resolve_ids(scan(self.msgs, fmt))
         except (TypeError, AttributeError, KeyError, IndexError) as exc:
-            raise MessageFormatError(f"malformed message ({exc})", None, "messages", fmt) from exc
+            raise scan_error(self.msgs, fmt, exc) from exc
         n = len(self.msgs)
         head = 0
         while head < n and self.infos[head].kind == "system":

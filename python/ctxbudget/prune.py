@@ -75,6 +75,7 @@ from ctxbudget.turns import (
     check_pairing,
     resolve_ids,
     result_text,
+    scan_error,
 )
 
 __all__ = ["PruneConfig", "PruneResult", "PrunedOutput", "Pruner", "make_budget", "prune"]
@@ -333,7 +334,7 @@ class Pruner:
         try:
             infos = scanner.scan(msgs)
         except (TypeError, AttributeError, KeyError, IndexError) as exc:
-            raise MessageFormatError(f"malformed message ({exc})", None, "messages", fmt) from exc
+            raise scan_error(msgs, fmt, exc) from exc
         if fmt == "gemini":
             infos = resolve_ids(infos)
         before = self._history_est.estimate(msgs, system=system, tools=tools, max_tokens=max_tokens)

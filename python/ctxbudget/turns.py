@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from itertools import repeat
 from typing import Any, Literal
 
-from ctxbudget.messages import FORMATS
+from ctxbudget.messages import FORMATS, MessageFormatError, validate_messages
 from ctxbudget.pairing import PairingViolation, validate_pairing
 
 __all__ = [
@@ -466,3 +466,17 @@ def _texts(content: Any, text_types: tuple[str, ...]) -> tuple[str, int]:
         else:
             other += 1
     return "\n".join(texts), other
+
+
+def scan_error(messages: Sequence[Any], fmt: str, exc: Exception) -> MessageFormatError:
+    """The error for messages the fast scanners could not read.
+
+    The scanners skip validation for speed; when one trips over a malformed message, the full
+    validator says which message and field are wrong. Only if it finds nothing is the error
+    a general one.
+    """
+    try:
+        validate_messages(messages, fmt)
+    except MessageFormatError as precise:
+        return precise
+    return MessageFormatError(f"malformed message ({exc})", None, "messages", fmt)
