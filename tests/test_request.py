@@ -363,3 +363,44 @@ def test_pdf_page_count_and_png_b64() -> None:
     ]
     assert estimate_request(doc, model="gpt-4o").components.attachments == 2 * 1_500
     assert image_size(PNG) == (640, 480) and PNG_B64
+
+
+def test_estimator_does_not_keep_rewritten_messages_alive() -> None:
+    """A history rewritten by compaction must not stay referenced by a long-lived estimator."""
+    import sys
+
+    estimator = RequestEstimator("gpt-4o")
+    old = [{"role": "user", "content": f"old message {i} " + "x" * 1000} for i in range(100)]
+    never_estimated = {"role": "user", "content": "control"}
+    estimator.estimate(old)
+    first = old[0]
+    del old
+    for turn in range(5):  # five full rewrites of the history
+        estimator.estimate([{"role": "user", "content": f"turn {turn} #{i}"} for i in range(100)])
+    assert sys.getrefcount(first) == sys.getrefcount(never_estimated)
+
+
+def test_shared_counts_count_each_message_once_and_agree() -> None:
+    calls: list[str] = []
+
+    def counter(text: str) -> int:
+        calls.append(text)
+        return len(text.split())
+
+    history = RequestEstimator("gpt-4o", counter=counter)
+    view = RequestEstimator("gpt-4o", counter=counter)
+    view.share_counts(history)
+    msgs = [{"role": "user", "content": f"message number {i}"} for i in range(20)]
+    stubbed = [*msgs[:10], {"role": "user", "content": "a stub"}, *msgs[11:]]
+    full = history.estimate(msgs).total
+    assert (
+        view.estimate(stubbed).total
+        == estimate_request(stubbed, model="gpt-4o", counter=counter).total
+    )
+    assert full == estimate_request(msgs, model="gpt-4o", counter=counter).total
+    assert calls.count("message number 3") == 3  # history, and the two one-shot checks
+
+
+def test_share_counts_refuses_estimators_that_count_differently() -> None:
+    with pytest.raises(ValueError, match="same profile"):
+        RequestEstimator("gpt-4o").share_counts(RequestEstimator("gpt-4o", encoding="cl100k"))

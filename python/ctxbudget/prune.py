@@ -265,6 +265,8 @@ class Pruner:
         self.on_event = on_event
         self._history_est = RequestEstimator(model, encoding=encoding, counter=counter)
         self._view_est = RequestEstimator(model, encoding=encoding, counter=counter)
+        # The pruned view shares every unchanged message with the history: count each once.
+        self._view_est.share_counts(self._history_est)
         self.encoding = self._history_est.encoding
         self._lock = threading.Lock()
         self._scan: ScanCache | None = None

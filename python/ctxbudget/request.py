@@ -576,6 +576,7 @@ class RequestEstimator:
         self.format = format
         self.counter = counter
         self._counter_fn: Counter | None = None
+        self._counter_source: Any = counter
         self._exact_text = False
         if counter is not None:
             self._counter_fn, self._exact_text = _as_counter(counter)
@@ -703,12 +704,45 @@ class RequestEstimator:
         self._acc = tuple(acc)
         self._per_message = per_message
         self._weighed = weighed
+        if not k:
+            self._forget_absent(msgs)
         if k and _all_dicts(new):
             for key, refs in zip(keys, self._refs, strict=True):
                 refs.extend(map(dict.get, new, repeat(key)))
         else:
             self._refs = self._fresh_refs(msgs, keys)
         return self._assemble(fmt, system, tools, max_tokens)
+
+    def _forget_absent(self, msgs: list[Any]) -> None:
+        """Drop cached counts of messages no longer in the conversation.
+
+        The cache holds each message it counted; without this, a history rewritten by
+        compaction would keep every old message (and its tool outputs) alive for as long as
+        the estimator lives. Trimmed only when the cache has grown well past the
+        conversation, so a cache shared with another view (see :meth:`share_counts`) keeps
+        that view's entries.
+        """
+        if len(self._by_id) > 2 * len(msgs) + 64:
+            present = set(map(id, msgs))
+            self._by_id = {i: v for i, v in self._by_id.items() if i in present}
+
+    def share_counts(self, other: RequestEstimator) -> None:
+        """Share per-message counts with ``other``, so each counts a message only once.
+
+        For two views of one conversation (the history and its pruned copy, whose unchanged
+        messages are the same objects). Both must count alike: same model profile, encoding
+        and counter. Not for estimators used from different threads without a common lock.
+
+        Raises:
+            ValueError: The two estimators do not count alike.
+        """
+        if (
+            self.profile != other.profile
+            or self.encoding != other.encoding
+            or self._counter_source is not other._counter_source
+        ):
+            raise ValueError("share_counts needs estimators with the same profile and counter")
+        self._by_id = other._by_id
 
     def _fresh_refs(self, msgs: list[Any], keys: tuple[str, ...]) -> list[list[Any]]:
         if not _all_dicts(msgs):
