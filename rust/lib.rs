@@ -4,6 +4,7 @@
 //! `py.rs` behind the `python` feature, which maturin enables.
 
 pub mod batch;
+pub mod blocks;
 pub mod estimate;
 pub mod pairing;
 pub mod profiles;

@@ -14,6 +14,8 @@
 //! swallow trailing `/` as well as newlines. Digit runs are reported whole; the caller splits them
 //! into groups (3 for cl100k/o200k/llama3, 1 for qwen3).
 
+use crate::blocks;
+
 /// Which pre-tokenizer's rules to emulate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Dialect {
@@ -861,9 +863,27 @@ impl Scanner<'_> {
 
 /// Splits `text` into pre-tokenization pieces in order, calling `emit` for each.
 ///
-/// Pieces are contiguous and cover the whole input; each has at least one byte.
+/// Pieces are contiguous and cover the whole input; each has at least one byte. ASCII text goes
+/// through [`blocks`](crate::blocks) 64 bytes at a time; the rest, piece by piece, through the
+/// byte scanner ([`scan_bytes`]), which gives the same pieces.
 #[inline]
 pub fn scan<F: FnMut(Piece)>(text: &[u8], dialect: Dialect, mut emit: F) {
+    let sc = Scanner { t: text, dialect };
+    let mut i = 0;
+    while i < text.len() {
+        let next = blocks::window(text, i, dialect, &mut emit);
+        if next > i {
+            i = next;
+            continue;
+        }
+        let p = sc.piece(i);
+        i = p.end;
+        emit(p);
+    }
+}
+
+/// [`scan`] with the byte scanner alone: the reference for [`blocks`](crate::blocks).
+pub fn scan_bytes<F: FnMut(Piece)>(text: &[u8], dialect: Dialect, mut emit: F) {
     let sc = Scanner { t: text, dialect };
     let mut i = 0;
     while i < text.len() {

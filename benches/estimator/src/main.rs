@@ -13,6 +13,8 @@
 
 #![allow(dead_code)]
 
+#[path = "../../../rust/blocks.rs"]
+mod blocks;
 #[path = "../../../rust/estimate.rs"]
 mod estimate;
 #[path = "../../../rust/profiles.rs"]

@@ -1,0 +1,570 @@
+//! Pre-tokenization of ASCII text 64 bytes at a time, with bit masks instead of a byte loop.
+//!
+//! A window of 64 bytes that starts at a known piece start is classified into one bit mask per
+//! character class (SSE2 on `x86_64`, a byte loop elsewhere). The pre-tokenizer rules that
+//! [`scan`](crate::scan) applies byte by byte become shifts, ands and one carry-propagating add
+//! over those masks, giving the set of positions where a piece starts. Starts that could still
+//! depend on bytes past the window (the last run of one class, a contraction at the edge) are
+//! not trusted: the pieces that end at trusted starts are emitted, with the same features the
+//! byte scanner computes, and the next window starts at the last trusted start. A window
+//! stops at its first non-ASCII byte; the byte scanner takes over there (see
+//! [`scan::scan`](crate::scan::scan)), and it stays the reference: tests check that both give
+//! identical pieces.
+//!
+//! Rules for ASCII, per piece start (cl100k; o200k differs where noted):
+//! - a letter run starts a piece, or its previous character does when that is whitespace
+//!   other than a newline, or punctuation that starts a piece and is not followed by another
+//!   punctuation character (`[^\r\n\p{L}\p{N}]?\p{L}+`); o200k also starts a piece at each
+//!   lower → upper case change;
+//! - a digit run starts a piece (the estimator splits it into digit groups);
+//! - a punctuation run starts a piece unless a space precedes it (the space leads the piece);
+//!   the newlines right after the run belong to it (o200k: newlines and `/`);
+//! - a whitespace run starts a piece; if it holds newlines, that piece ends after the last one;
+//!   the whitespace after the last newline starts a piece, and so does its last character
+//!   when something other than the end of the text follows (it leads a word or punctuation,
+//!   or stands alone before a digit or after a tab);
+//! - cl100k splits `'s`, `'t`, `'re`, `'ve`, `'m`, `'ll`, `'d` off as pieces of their own where
+//!   an apostrophe starts a piece; o200k appends them to the word they follow.
+
+use crate::scan::{case, content, prefix, Dialect, Kind, Piece};
+
+/// Bytes per window.
+pub const WIDTH: usize = 64;
+
+/// A window shorter than this before its first non-ASCII byte is not worth the masks.
+const MIN_ASCII: u32 = 8;
+
+/// One bit per byte of the window, per character class.
+#[derive(Debug, Clone, Copy, Default)]
+struct Masks {
+    lower: u64,
+    upper: u64,
+    digit: u64,
+    /// `\r` or `\n`.
+    nl: u64,
+    /// `\n`.
+    lf: u64,
+    /// Whitespace that is not a newline: space, tab, `\x0b`, `\x0c`.
+    ws: u64,
+    /// A literal space.
+    space: u64,
+    /// A tab.
+    tab: u64,
+    /// `'`.
+    apos: u64,
+    /// `/`.
+    slash: u64,
+    /// Non-ASCII bytes.
+    high: u64,
+}
+
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::inline_always)] // hot path; measurably faster inlined
+#[inline(always)]
+fn masks(w: &[u8; WIDTH]) -> Masks {
+    #[allow(clippy::wildcard_imports)]
+    use std::arch::x86_64::*;
+    let mut m = Masks::default();
+    for k in 0..WIDTH / 16 {
+        // SAFETY: SSE2 is part of the x86_64 baseline; the unaligned load reads bytes
+        // 16k..16k+16 of a 64-byte array.
+        unsafe {
+            let v = _mm_loadu_si128(w.as_ptr().add(16 * k).cast());
+            let bits = |x: __m128i| u64::from(_mm_movemask_epi8(x) as u16) << (16 * k);
+            let eq = |b: u8| _mm_cmpeq_epi8(v, _mm_set1_epi8(b as i8));
+            // Unsigned `v - lo < n` through a signed compare with the sign bits flipped.
+            let range = |lo: u8, n: u8| {
+                let x = _mm_xor_si128(
+                    _mm_sub_epi8(v, _mm_set1_epi8(lo as i8)),
+                    _mm_set1_epi8(-128),
+                );
+                _mm_cmplt_epi8(x, _mm_set1_epi8((n ^ 0x80) as i8))
+            };
+            m.lower |= bits(range(b'a', 26));
+            m.upper |= bits(range(b'A', 26));
+            m.digit |= bits(range(b'0', 10));
+            let lf = eq(b'\n');
+            m.lf |= bits(lf);
+            m.nl |= bits(_mm_or_si128(lf, eq(b'\r')));
+            let space = eq(b' ');
+            let tab = eq(b'\t');
+            m.space |= bits(space);
+            m.tab |= bits(tab);
+            m.ws |= bits(_mm_or_si128(_mm_or_si128(space, tab), range(0x0b, 2)));
+            m.apos |= bits(eq(b'\''));
+            m.slash |= bits(eq(b'/'));
+            m.high |= bits(v);
+        }
+    }
+    m
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn masks(w: &[u8; WIDTH]) -> Masks {
+    let mut m = Masks::default();
+    for (k, &b) in w.iter().enumerate() {
+        let bit = 1u64 << k;
+        let set = |mask: &mut u64, yes: bool| *mask |= if yes { bit } else { 0 };
+        set(&mut m.lower, b.is_ascii_lowercase());
+        set(&mut m.upper, b.is_ascii_uppercase());
+        set(&mut m.digit, b.is_ascii_digit());
+        set(&mut m.nl, b == b'\n' || b == b'\r');
+        set(&mut m.lf, b == b'\n');
+        set(&mut m.ws, matches!(b, b' ' | b'\t' | 0x0b | 0x0c));
+        set(&mut m.space, b == b' ');
+        set(&mut m.tab, b == b'\t');
+        set(&mut m.apos, b == b'\'');
+        set(&mut m.slash, b == b'/');
+        set(&mut m.high, b >= 0x80);
+    }
+    m
+}
+
+/// Bits `0..n` (`n <= 64`).
+#[inline]
+fn below(n: u32) -> u64 {
+    if n >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << n) - 1
+    }
+}
+
+/// Bits `s..e` (`s <= e <= 64`).
+#[inline]
+fn span(s: u32, e: u32) -> u64 {
+    below(e) & !below(s)
+}
+
+/// Length of the contraction (`'s`, `'t`, `'re`, `'ve`, `'m`, `'ll`, `'d`, any case) at `i`.
+#[inline]
+fn contraction_len(t: &[u8], i: usize) -> usize {
+    let a = t.get(i + 1).map_or(0, u8::to_ascii_lowercase);
+    let b = t.get(i + 2).map_or(0, u8::to_ascii_lowercase);
+    match (a, b) {
+        (b's' | b't' | b'm' | b'd', _) => 2,
+        (b'r' | b'v', b'e') | (b'l', b'l') => 3,
+        _ => 0,
+    }
+}
+
+/// Case shape of the ASCII letters `letters` (bits) of a window.
+#[inline]
+fn shape(m: &Masks, letters: u64) -> u8 {
+    let upper = (m.upper & letters).count_ones();
+    let lower = (m.lower & letters).count_ones();
+    if upper == 0 {
+        case::LOWER
+    } else if lower == 0 {
+        case::UPPER
+    } else if upper == 1 && m.upper & letters & letters.wrapping_neg() != 0 {
+        case::CAPITALIZED
+    } else {
+        case::MIXED
+    }
+}
+
+/// A classified window and its piece starts.
+struct Window<'a> {
+    /// The window's bytes (past the end of the text: `0x80`).
+    w: &'a [u8; WIDTH],
+    m: Masks,
+    letter: u64,
+    /// Punctuation, without the `/` that o200k appends to a punctuation piece.
+    punct: u64,
+    /// Newlines (o200k: also `/`) that a punctuation piece swallows.
+    tail: u64,
+}
+
+impl Window<'_> {
+    /// The piece `s..e` of the window at text offset `base`.
+    #[allow(clippy::inline_always)] // hot path; measurably faster inlined
+    #[inline(always)]
+    fn piece(&self, base: usize, start: u32, end: u32, dialect: Dialect) -> Piece {
+        let (masks, bytes) = (&self.m, self.w);
+        let (s, e) = (start, end);
+        let first = bytes[s as usize];
+        let next = 1u64 << (s + 1).min(63);
+        let long = e > s + 1;
+        let make = |kind, prefix, class, shape, chars: u32| Piece {
+            start: base + s as usize,
+            end: base + e as usize,
+            kind,
+            prefix,
+            class,
+            shape,
+            chars,
+        };
+        let bit = 1u64 << s;
+        if self.letter & bit != 0 {
+            return self.word(base, s, e, prefix::NONE);
+        }
+        if masks.digit & bit != 0 {
+            return make(Kind::Digits, 0, 0, 0, e - s);
+        }
+        if dialect == Dialect::Cl100k
+            && masks.apos & bit != 0
+            && contraction_len(bytes, s as usize) > 0
+        {
+            return make(Kind::Contraction, 0, 0, 0, e - s);
+        }
+        if long && self.letter & next != 0 {
+            let lead = if first == b' ' {
+                prefix::SPACE
+            } else {
+                prefix::ASCII
+            };
+            return self.word(base, s, e, lead);
+        }
+        let all = span(s, e);
+        if self.punct & bit != 0 || (long && first == b' ' && self.punct & next != 0) {
+            let from = s + u32::from(first == b' ');
+            let run_end = (!self.punct & !below(from)).trailing_zeros().min(e);
+            let run = &bytes[from as usize..run_end as usize];
+            let same = run.iter().all(|&b| b == run[0]);
+            let chars = e - from;
+            let flags = u8::from(self.tail & all != 0) | (u8::from(same && chars > 1) << 1);
+            return make(
+                Kind::Punct,
+                u8::from(first == b' '),
+                content::ASCII,
+                flags,
+                chars,
+            );
+        }
+        let (kind, class) = if masks.nl & all != 0 {
+            let class = if all & !masks.lf == 0 {
+                0
+            } else if all & masks.ws == 0 {
+                1
+            } else {
+                2
+            };
+            (Kind::Newline, class)
+        } else {
+            let class = if all & !masks.space == 0 {
+                0
+            } else if all & !(masks.space | masks.tab) == 0 {
+                1
+            } else {
+                2
+            };
+            (Kind::Space, class)
+        };
+        make(kind, 0, class, 0, e - s)
+    }
+
+    /// The word piece `s..e` (its letters start after the prefix character, if any).
+    #[allow(clippy::inline_always)] // hot path; measurably faster inlined
+    #[inline(always)]
+    fn word(&self, base: usize, s: u32, e: u32, prefix: u8) -> Piece {
+        let from = s + u32::from(prefix != prefix::NONE);
+        // o200k appends a contraction: the case shape counts the letters before it.
+        let letters =
+            span(from, e) & self.letter & below((self.m.apos & span(from, e)).trailing_zeros());
+        Piece {
+            start: base + s as usize,
+            end: base + e as usize,
+            kind: Kind::Word,
+            prefix,
+            class: 0,
+            shape: shape(&self.m, letters),
+            chars: e - from,
+        }
+    }
+}
+
+/// Piece starts of a classified window that begins at a piece start (bit 0), and the last
+/// position up to which they are certain.
+fn starts(win: &mut Window<'_>, t: &[u8], base: usize, dialect: Dialect) -> (u64, u32) {
+    let m = win.m;
+    let hard = m.high;
+    let lim = hard.trailing_zeros();
+    let valid = below(lim);
+    let sh = |x: u64| x << 1;
+    let letter = (m.lower | m.upper) & valid;
+    let wsn = (m.ws | m.nl) & valid;
+    let raw_punct = valid & !(letter | m.digit | wsn);
+    // Newlines right after a punctuation run belong to its piece; o200k goes on through
+    // newlines and `/`. Fill each run of such characters upward from its first newline that
+    // follows punctuation (the `/` before it are the punctuation run's own).
+    let chain = if dialect == Dialect::O200k {
+        m.nl | m.slash
+    } else {
+        m.nl
+    } & valid;
+    let mut tail = m.nl & sh(raw_punct) & valid;
+    let mut through = chain;
+    for step in [1, 2, 4, 8, 16, 32] {
+        tail |= through & (tail << step);
+        through &= through << step;
+    }
+    let punct = raw_punct & !tail;
+    let p_start = punct & !sh(punct) & !sh(m.space);
+    let mut s = 1u64;
+    // Letter runs, or their prefix character.
+    s |= letter & !sh(letter) & !sh(m.ws) & !sh(p_start);
+    if dialect == Dialect::O200k {
+        s |= m.upper & sh(m.lower);
+    }
+    s |= m.digit & !sh(m.digit) & valid;
+    s |= p_start;
+    // Whitespace: run starts, the part after the last newline of a run, its last character.
+    let wsn = wsn & !tail;
+    s |= wsn & !sh(wsn);
+    let ws = m.ws & valid;
+    let mut after_nl = ws & sh(m.nl & wsn);
+    let ends = ws.wrapping_add(after_nl) & !ws;
+    let mut inner = ends & m.nl;
+    while inner != 0 {
+        // This whitespace is followed by another newline: inside a newline piece.
+        let b = inner.trailing_zeros();
+        if let Some(start) = (after_nl & below(b)).checked_ilog2() {
+            after_nl &= !(1u64 << start);
+        }
+        inner &= inner - 1;
+    }
+    s |= after_nl;
+    s |= ws & !((ws | m.nl) >> 1);
+    // Certain up to the start of the last run of one class before `lim`.
+    let group = [letter, m.digit & valid, (m.ws | m.nl) & valid, raw_punct]
+        .into_iter()
+        .find(|g| lim > 0 && g & (1u64 << (lim - 1)) != 0)
+        .unwrap_or(0);
+    let outside = !group & valid;
+    let certain = if outside == 0 {
+        0
+    } else {
+        64 - outside.leading_zeros()
+    };
+    // Contractions need the two characters after the apostrophe: read from the text itself.
+    let mut apos = m.apos & valid & below(certain + 1);
+    let mut attached_end = 0;
+    while apos != 0 {
+        let q = apos.trailing_zeros();
+        apos &= apos - 1;
+        let len = contraction_len(t, base + q as usize) as u32;
+        if len == 0 {
+            continue;
+        }
+        let after = if q + len < 64 { 1u64 << (q + len) } else { 0 };
+        match dialect {
+            Dialect::Cl100k if p_start & (1u64 << q) != 0 => s |= after,
+            Dialect::O200k if q > attached_end && letter & (1u64 << (q - 1)) != 0 => {
+                s = (s & !span(q, q + len)) | after;
+                attached_end = q + len;
+            }
+            _ => {}
+        }
+    }
+    win.letter = letter;
+    win.punct = punct;
+    win.tail = tail;
+    (s & below(certain + 1), certain)
+}
+
+/// Emits the pieces of `t` from `i` (a piece start) that one window settles and returns where
+/// the next piece starts; returns `i` when the window settles none (non-ASCII text ahead, or
+/// one run of a class longer than the window).
+#[allow(clippy::inline_always)] // hot path; measurably faster inlined
+#[inline(always)]
+pub fn window<F: FnMut(Piece)>(text: &[u8], at: usize, dialect: Dialect, emit: &mut F) -> usize {
+    let mut pad = [0x80u8; WIDTH];
+    let full = text
+        .get(at..at + WIDTH)
+        .and_then(|s| <&[u8; WIDTH]>::try_from(s).ok());
+    let bytes: &[u8; WIDTH] = if let Some(full) = full {
+        full
+    } else {
+        let rest = text.get(at..).unwrap_or_default();
+        pad[..rest.len()].copy_from_slice(rest);
+        &pad
+    };
+    let masks = masks(bytes);
+    if masks.high.trailing_zeros() < MIN_ASCII {
+        return at;
+    }
+    let mut win = Window {
+        w: bytes,
+        m: masks,
+        letter: 0,
+        punct: 0,
+        tail: 0,
+    };
+    let (starts, _) = starts(&mut win, text, at, dialect);
+    let mut rest = starts & !1;
+    let mut start = 0;
+    while rest != 0 {
+        let end = rest.trailing_zeros();
+        emit(win.piece(at, start, end, dialect));
+        start = end;
+        rest &= rest - 1;
+    }
+    at + start as usize
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::scan::{scan, scan_bytes, Dialect, Piece};
+
+    fn both(text: &[u8], d: Dialect) -> (Vec<Piece>, Vec<Piece>) {
+        let (mut fast, mut slow) = (Vec::new(), Vec::new());
+        scan(text, d, |p| fast.push(p));
+        scan_bytes(text, d, |p| slow.push(p));
+        (fast, slow)
+    }
+
+    fn assert_same(text: &[u8]) {
+        for d in [Dialect::Cl100k, Dialect::O200k] {
+            let (fast, slow) = both(text, d);
+            if fast != slow {
+                let k = fast.iter().zip(&slow).position(|(a, b)| a != b);
+                panic!(
+                    "{d:?} on {:?}: first difference at piece {k:?}: {:?} vs {:?}",
+                    String::from_utf8_lossy(text),
+                    k.and_then(|k| fast.get(k)),
+                    k.and_then(|k| slow.get(k)),
+                );
+            }
+        }
+    }
+
+    /// Deterministic xorshift.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+    }
+
+    /// Random texts over the characters the rules treat differently, 1-300 bytes, with runs.
+    #[test]
+    fn same_pieces_as_the_byte_scanner_on_random_text() {
+        const ATOMS: &[&str] = &[
+            "a",
+            "b",
+            "s",
+            "t",
+            "l",
+            "e",
+            "r",
+            "v",
+            "m",
+            "d",
+            "A",
+            "B",
+            "S",
+            "L",
+            "E",
+            "Z",
+            "0",
+            "7",
+            " ",
+            " ",
+            "  ",
+            "\t",
+            "\n",
+            "\r",
+            "\r\n",
+            "\x0b",
+            "\x0c",
+            ".",
+            ",",
+            "/",
+            "//",
+            "'",
+            "'s",
+            "'ll",
+            "'RE",
+            "'Ve",
+            "\"",
+            "(",
+            ")",
+            "{",
+            "}",
+            "-",
+            "=",
+            "_",
+            "\x00",
+            "é",
+            "中",
+            "😀",
+            "\u{300}",
+            "word",
+            "Word",
+            "WORD",
+            "camelCase",
+            "HTTPServer",
+        ];
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        for _ in 0..20_000 {
+            let len = 1 + (rng.next() % 300) as usize;
+            let mut text = Vec::with_capacity(len + 8);
+            while text.len() < len {
+                let atom = ATOMS[(rng.next() % ATOMS.len() as u64) as usize].as_bytes();
+                let repeat = if rng.next() % 8 == 0 {
+                    1 + rng.next() % 70
+                } else {
+                    1
+                };
+                for _ in 0..repeat {
+                    text.extend_from_slice(atom);
+                }
+            }
+            assert_same(&text);
+        }
+    }
+
+    #[test]
+    fn same_pieces_on_edge_cases() {
+        let cases: &[&str] = &[
+            "Hello world",
+            "a  b",
+            "x\n\n  y",
+            "x  \n",
+            "x   ",
+            "a 1",
+            "\tfoo",
+            "f(x);\n}",
+            "a .foo",
+            "a.b",
+            "don't",
+            "a//\nb",
+            "}\n// comment\n/x",
+            ";\n  \n x",
+            "\n \n x",
+            "a \t(",
+            "it's's it'sx's we'rE 'llama '\t's",
+            "fooBAR's HTTPServer aBCd",
+            "1a a1 1.5 1,000,000",
+        ];
+        for c in cases {
+            assert_same(c.as_bytes());
+            // Shifted across window boundaries.
+            for pad in [1, 30, 55, 60, 62, 63, 64, 65] {
+                let mut t = "x".repeat(pad);
+                t.push(' ');
+                t.push_str(c);
+                t.push_str(&" end".repeat(20));
+                assert_same(t.as_bytes());
+            }
+        }
+    }
+
+    #[test]
+    fn long_runs_and_invalid_bytes() {
+        for run in [b' ', b'a', b'=', b'\n', b'7', b'A'] {
+            for n in [63, 64, 65, 130, 1000] {
+                let mut t = vec![run; n];
+                t.extend_from_slice(b" tail");
+                assert_same(&t);
+                t.insert(0, b'x');
+                assert_same(&t);
+            }
+        }
+        assert_same(b"abc\xff def \xe4\xbd ghi\x00 jkl");
+    }
+}
