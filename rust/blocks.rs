@@ -26,7 +26,7 @@
 //! - cl100k splits `'s`, `'t`, `'re`, `'ve`, `'m`, `'ll`, `'d` off as pieces of their own where
 //!   an apostrophe starts a piece; o200k appends them to the word they follow.
 
-use crate::scan::{case, content, prefix, Dialect, Kind, Piece};
+use crate::scan::{case, content, prefix, Dialect, Found, Kind, Piece};
 
 /// Bytes per window.
 pub const WIDTH: usize = 64;
@@ -165,7 +165,7 @@ fn shape(m: &Masks, letters: u64) -> u8 {
 }
 
 /// A classified window and its piece starts.
-struct Window<'a> {
+pub struct Window<'a> {
     /// The window's bytes (past the end of the text: `0x80`).
     w: &'a [u8; WIDTH],
     m: Masks,
@@ -177,10 +177,16 @@ struct Window<'a> {
 }
 
 impl Window<'_> {
+    /// Whether the piece starting at bit `start` is a digit run.
+    #[inline]
+    pub(crate) fn digits_at(&self, start: u32) -> bool {
+        self.m.digit & (1u64 << start) != 0
+    }
+
     /// The piece `s..e` of the window at text offset `base`.
     #[allow(clippy::inline_always)] // hot path; measurably faster inlined
     #[inline(always)]
-    fn piece(&self, base: usize, start: u32, end: u32, dialect: Dialect) -> Piece {
+    pub(crate) fn piece(&self, base: usize, start: u32, end: u32, dialect: Dialect) -> Piece {
         let (masks, bytes) = (&self.m, self.w);
         let (s, e) = (start, end);
         let first = bytes[s as usize];
@@ -363,12 +369,17 @@ fn starts(win: &mut Window<'_>, t: &[u8], base: usize, dialect: Dialect) -> (u64
     (s & below(certain + 1), certain)
 }
 
-/// Emits the pieces of `t` from `i` (a piece start) that one window settles and returns where
-/// the next piece starts; returns `i` when the window settles none (non-ASCII text ahead, or
-/// one run of a class longer than the window).
+/// Emits the pieces of `text` from `at` (a piece start) that one window settles and returns
+/// where the next piece starts; returns `at` when the window settles none (non-ASCII text
+/// ahead, or one run of a class longer than the window).
 #[allow(clippy::inline_always)] // hot path; measurably faster inlined
 #[inline(always)]
-pub fn window<F: FnMut(Piece)>(text: &[u8], at: usize, dialect: Dialect, emit: &mut F) -> usize {
+pub fn window<F: FnMut(Found<'_>)>(
+    text: &[u8],
+    at: usize,
+    dialect: Dialect,
+    emit: &mut F,
+) -> usize {
     let mut pad = [0x80u8; WIDTH];
     let full = text
         .get(at..at + WIDTH)
@@ -396,7 +407,7 @@ pub fn window<F: FnMut(Piece)>(text: &[u8], at: usize, dialect: Dialect, emit: &
     let mut start = 0;
     while rest != 0 {
         let end = rest.trailing_zeros();
-        emit(win.piece(at, start, end, dialect));
+        emit(Found::in_window(&win, at, start, end, dialect));
         start = end;
         rest &= rest - 1;
     }

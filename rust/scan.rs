@@ -861,6 +861,90 @@ impl Scanner<'_> {
     }
 }
 
+/// A piece as the scanner found it: its byte range at once, its features when asked for.
+///
+/// The estimator looks most pieces up in the vocabulary by their bytes alone; building the
+/// features of a piece found by [`blocks`](crate::blocks) costs about as much as finding it.
+pub struct Found<'a> {
+    /// Start byte offset.
+    pub start: usize,
+    /// End byte offset (exclusive).
+    pub end: usize,
+    how: How<'a>,
+}
+
+enum How<'a> {
+    Ready(Piece),
+    Window(&'a blocks::Window<'a>, u32, Dialect),
+}
+
+impl<'a> Found<'a> {
+    #[inline]
+    fn ready(p: Piece) -> Self {
+        Found {
+            start: p.start,
+            end: p.end,
+            how: How::Ready(p),
+        }
+    }
+
+    /// Bits `start..end` of a window that begins at text offset `base`.
+    #[inline]
+    pub(crate) fn in_window(
+        win: &'a blocks::Window<'a>,
+        base: usize,
+        start: u32,
+        end: u32,
+        dialect: Dialect,
+    ) -> Self {
+        Found {
+            start: base + start as usize,
+            end: base + end as usize,
+            how: How::Window(win, start, dialect),
+        }
+    }
+
+    /// The piece, when the byte scanner found it (its features are built already).
+    #[allow(clippy::inline_always)] // hot path; measurably faster inlined
+    #[inline(always)]
+    #[must_use]
+    pub fn ready_piece(&self) -> Option<&Piece> {
+        match &self.how {
+            How::Ready(p) => Some(p),
+            How::Window(..) => None,
+        }
+    }
+
+    /// For a piece found in a window (ASCII, under 64 bytes): whether it is a digit run.
+    #[inline]
+    #[must_use]
+    pub fn window_digits(&self) -> bool {
+        match &self.how {
+            How::Ready(_) => false,
+            How::Window(win, start, _) => win.digits_at(*start),
+        }
+    }
+
+    /// The piece with its features.
+    #[allow(clippy::inline_always)] // hot path; measurably faster inlined
+    #[inline(always)]
+    #[must_use]
+    pub fn piece(&self) -> Piece {
+        match &self.how {
+            How::Ready(p) => *p,
+            How::Window(win, start, dialect) => {
+                let base = self.start - *start as usize;
+                win.piece(
+                    base,
+                    *start,
+                    *start + (self.end - self.start) as u32,
+                    *dialect,
+                )
+            }
+        }
+    }
+}
+
 /// Splits `text` into pre-tokenization pieces in order, calling `emit` for each.
 ///
 /// Pieces are contiguous and cover the whole input; each has at least one byte. ASCII text goes
@@ -868,6 +952,12 @@ impl Scanner<'_> {
 /// byte scanner ([`scan_bytes`]), which gives the same pieces.
 #[inline]
 pub fn scan<F: FnMut(Piece)>(text: &[u8], dialect: Dialect, mut emit: F) {
+    scan_found(text, dialect, |f| emit(f.piece()));
+}
+
+/// [`scan`], with each piece's features built only when the caller asks ([`Found::piece`]).
+#[inline]
+pub fn scan_found<F: FnMut(Found<'_>)>(text: &[u8], dialect: Dialect, mut emit: F) {
     let sc = Scanner { t: text, dialect };
     let mut i = 0;
     while i < text.len() {
@@ -878,7 +968,7 @@ pub fn scan<F: FnMut(Piece)>(text: &[u8], dialect: Dialect, mut emit: F) {
         }
         let p = sc.piece(i);
         i = p.end;
-        emit(p);
+        emit(Found::ready(p));
     }
 }
 
