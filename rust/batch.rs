@@ -2,7 +2,7 @@
 
 use rayon::prelude::*;
 
-use crate::estimate::Encoding;
+use crate::estimate::{Encoding, Estimator};
 use crate::units::{Surrogate, Text};
 
 /// Batches with fewer bytes than this run on the calling thread: spreading them costs more
@@ -34,6 +34,41 @@ pub fn estimate_batch(
     }
 }
 
+/// Texts smaller than this are estimated on the calling thread by [`estimate_parallel`].
+pub const PARALLEL_TEXT_THRESHOLD: usize = 1024 * 1024;
+
+/// Parts per thread of a text estimated in parallel (uneven parts even out).
+const PARTS_PER_THREAD: usize = 4;
+
+/// The estimate of one large text with its parts estimated in parallel (rayon's global pool):
+/// the same number as [`Text::estimate`], since the parts are cut where every pre-tokenizer
+/// starts a new piece ([`Text::split`]) and their table units are summed before rounding.
+///
+/// # Errors
+///
+/// [`Surrogate`] when the text has no UTF-8 form (some offending position, not necessarily
+/// the first).
+pub fn estimate_parallel(text: &Text<'_>, encoding: Encoding) -> Result<u64, Surrogate> {
+    if text.size() < PARALLEL_TEXT_THRESHOLD {
+        return text.estimate(encoding);
+    }
+    let parts = text.split(rayon::current_num_threads() * PARTS_PER_THREAD);
+    let estimates = parts
+        .par_iter()
+        .map(|(offset, part)| {
+            let mut est = Estimator::new(encoding);
+            part.feed(&mut est)
+                .map_err(|Surrogate(at)| Surrogate(offset + at))?;
+            Ok(est)
+        })
+        .collect::<Result<Vec<Estimator>, Surrogate>>()?;
+    let mut total = Estimator::new(encoding);
+    for est in &estimates {
+        total.merge(est);
+    }
+    Ok(total.tokens())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -52,6 +87,45 @@ mod tests {
             assert_eq!(estimate_batch(&texts[..3], e).map(|v| v.len()), Ok(3));
         }
         assert_eq!(estimate_batch(&[], Encoding::O200k), Ok(vec![]));
+    }
+
+    #[test]
+    fn parallel_matches_sequential() {
+        let parts = [
+            "fn main() {\n    println!(\"{}\", 42);\n}\n",
+            "2024-05-01 INFO request id=9f8e latency=12ms\n",
+            "日本語のテキスト。中文文本。\n",
+            "Привет мир, 🎉 ",
+            "x\n/path/to\n  indented\n",
+        ];
+        let mut s = String::new();
+        let mut i = 0usize;
+        while s.len() < 3 * PARALLEL_TEXT_THRESHOLD {
+            s.push_str(parts[(i * 7 + i / 3) % parts.len()]);
+            i += 1;
+        }
+        let u32s: Vec<u32> = s.chars().map(|c| c as u32).collect();
+        let no_newline = "word ".repeat(PARALLEL_TEXT_THRESHOLD / 4);
+        for e in Encoding::ALL {
+            for t in [
+                Text::Utf8(s.as_bytes()),
+                Text::Ucs4(&u32s),
+                Text::Utf8(no_newline.as_bytes()),
+            ] {
+                assert_eq!(estimate_parallel(&t, e), t.estimate(e), "{e:?}");
+                assert!(t.split(8).len() <= 8);
+            }
+        }
+        let parts = Text::Utf8(s.as_bytes()).split(8);
+        assert_eq!(parts.len(), 8);
+        assert_eq!(parts.iter().map(|(_, t)| t.units()).sum::<usize>(), s.len());
+        let bad: Vec<u16> = (0..PARALLEL_TEXT_THRESHOLD)
+            .map(|i| if i == 1000 { 0xD800 } else { 10 })
+            .collect();
+        assert_eq!(
+            estimate_parallel(&Text::Ucs2(&bad), Encoding::O200k),
+            Err(Surrogate(1000))
+        );
     }
 
     #[test]

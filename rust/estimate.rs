@@ -548,6 +548,14 @@ impl Estimator {
         }
     }
 
+    /// Adds another estimate of the same encoding (of text that follows this one at a
+    /// pre-token boundary).
+    pub fn merge(&mut self, other: &Estimator) {
+        for (a, b) in self.acc.iter_mut().zip(other.acc) {
+            *a += b;
+        }
+    }
+
     /// The estimate so far, in whole tokens.
     #[must_use]
     pub fn tokens(&self) -> u64 {

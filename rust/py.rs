@@ -192,12 +192,24 @@ impl<'py> TextSource<'py> {
 }
 
 #[pyfunction]
-#[pyo3(signature = (text, /, encoding = "o200k"))]
-fn estimate_tokens(py: Python<'_>, text: &Bound<'_, PyAny>, encoding: &str) -> PyResult<u64> {
+#[pyo3(signature = (text, /, encoding = "o200k", *, parallel = false))]
+fn estimate_tokens(
+    py: Python<'_>,
+    text: &Bound<'_, PyAny>,
+    encoding: &str,
+    parallel: bool,
+) -> PyResult<u64> {
     let encoding = parse_encoding(encoding)?;
     let source = TextSource::new(text, "estimate_tokens")?;
     let view = source.text()?;
-    maybe_detach(py, view.size(), || view.estimate(encoding)).map_err(|_| source.no_utf8())
+    maybe_detach(py, view.size(), || {
+        if parallel {
+            batch::estimate_parallel(&view, encoding)
+        } else {
+            view.estimate(encoding)
+        }
+    })
+    .map_err(|_| source.no_utf8())
 }
 
 #[pyfunction]

@@ -36,7 +36,7 @@ pub enum Text<'a> {
     Ucs4(&'a [u32]),
 }
 
-impl Text<'_> {
+impl<'a> Text<'a> {
     /// Size in bytes of the stored text (for thresholds and throughput).
     #[must_use]
     pub fn size(&self) -> usize {
@@ -53,14 +53,136 @@ impl Text<'_> {
     ///
     /// [`Surrogate`] for code units with no UTF-8 form.
     pub fn estimate(&self, encoding: Encoding) -> Result<u64, Surrogate> {
+        let mut est = Estimator::new(encoding);
+        self.feed(&mut est)?;
+        Ok(est.tokens())
+    }
+
+    /// Adds the text to a running estimate.
+    ///
+    /// # Errors
+    ///
+    /// [`Surrogate`] for code units with no UTF-8 form.
+    pub fn feed(&self, est: &mut Estimator) -> Result<(), Surrogate> {
         match *self {
-            Text::Utf8(b) => Ok(crate::estimate::estimate_tokens(b, encoding)),
-            Text::Latin1(b) if b.is_ascii() => Ok(crate::estimate::estimate_tokens(b, encoding)),
-            Text::Latin1(b) => estimate_units(b, encoding),
-            Text::Ucs2(u) => estimate_units(u, encoding),
-            Text::Ucs4(u) => estimate_units(u, encoding),
+            Text::Utf8(b) => {
+                est.feed(b);
+                Ok(())
+            }
+            Text::Latin1(b) if b.is_ascii() => {
+                est.feed(b);
+                Ok(())
+            }
+            Text::Latin1(b) => feed_units(b, est),
+            Text::Ucs2(u) => feed_units(u, est),
+            Text::Ucs4(u) => feed_units(u, est),
         }
     }
+
+    /// Number of code units (bytes for UTF-8).
+    #[must_use]
+    pub fn units(&self) -> usize {
+        match self {
+            Text::Utf8(b) | Text::Latin1(b) => b.len(),
+            Text::Ucs2(u) => u.len(),
+            Text::Ucs4(u) => u.len(),
+        }
+    }
+
+    /// The units `range` as a text of the same layout.
+    fn slice(&self, range: std::ops::Range<usize>) -> Text<'a> {
+        match *self {
+            Text::Utf8(b) => Text::Utf8(&b[range]),
+            Text::Latin1(b) => Text::Latin1(&b[range]),
+            Text::Ucs2(u) => Text::Ucs2(&u[range]),
+            Text::Ucs4(u) => Text::Ucs4(&u[range]),
+        }
+    }
+
+    /// The text cut into at most `parts` consecutive parts of similar size, each with its
+    /// offset in units, at positions where every pre-tokenizer starts a new piece
+    /// ([`is_cut`]): the estimates of the parts add up to the estimate of the whole. A part boundary with no such position within
+    /// [`CUT_SEARCH`] units is dropped (the parts around it stay one).
+    #[must_use]
+    pub fn split(&self, parts: usize) -> Vec<(usize, Text<'a>)> {
+        let n = self.units();
+        let step = n / parts.max(1);
+        let mut cuts = vec![0];
+        for k in 1..parts {
+            let from = (k * step).max(cuts[cuts.len() - 1] + 1);
+            let cut = match self {
+                Text::Utf8(b) => cut_after_utf8(b, from),
+                Text::Latin1(b) => cut_after(b, from),
+                Text::Ucs2(u) => cut_after(u, from),
+                Text::Ucs4(u) => cut_after(u, from),
+            };
+            if let Some(cut) = cut {
+                cuts.push(cut);
+            }
+        }
+        cuts.push(n);
+        cuts.windows(2)
+            .filter(|w| w[1] > w[0])
+            .map(|w| (w[0], self.slice(w[0]..w[1])))
+            .collect()
+    }
+}
+
+/// How far [`Text::split`] looks for a safe cut after its ideal position, in units.
+pub const CUT_SEARCH: usize = 64 * 1024;
+
+/// The first position in `from..from + CUT_SEARCH` (and inside `units`) where every
+/// pre-tokenizer starts a new piece whatever came before, by [`is_cut`].
+fn cut_after<U: Unit>(units: &[U], from: usize) -> Option<usize> {
+    let end = units.len().min(from.saturating_add(CUT_SEARCH));
+    (from.max(1)..end).find(|&k| is_cut(units[k - 1].code(), units[k].code()))
+}
+
+/// [`cut_after`] for UTF-8 bytes: ASCII pairs as they are, and a CJK character followed by
+/// U+3000-3011 (`E3 80 xx`) decoded.
+fn cut_after_utf8(b: &[u8], from: usize) -> Option<usize> {
+    let end = b.len().min(from.saturating_add(CUT_SEARCH));
+    (from.max(1)..end).find(|&k| {
+        let (before, at) = (b[k - 1], b[k]);
+        if before < 0x80 {
+            return at < 0x80 && is_cut(u32::from(before), u32::from(at));
+        }
+        if at != 0xE3 || k < 3 || b.get(k + 1) != Some(&0x80) {
+            return false;
+        }
+        let three = |s: &[u8]| match *s {
+            [x, y, z] if x & 0xF0 == 0xE0 && y & 0xC0 == 0x80 && z & 0xC0 == 0x80 => {
+                Some((u32::from(x & 0x0F) << 12) | (u32::from(y & 0x3F) << 6) | u32::from(z & 0x3F))
+            }
+            _ => None,
+        };
+        match (three(&b[k - 3..k]), b.get(k..k + 3).and_then(three)) {
+            (Some(prev), Some(next)) => is_cut(prev, next),
+            _ => false,
+        }
+    })
+}
+
+/// Whether a piece starts between the characters `a` and `b` in every dialect, whatever
+/// precedes `a` and follows `b`:
+/// - after `\n`, before ASCII other than whitespace and `/` (a newline run ends there;
+///   newlines never lead a piece; o200k lets punctuation swallow `[\r\n/]*`);
+/// - after an ASCII letter or digit, before a space (the space leads the next piece) or ASCII
+///   punctuation other than `'` (o200k appends `'s`, `'t`, ... to the word before);
+/// - after a CJK ideograph or kana, before U+3000-3002 or U+3008-3011 (spaces, `、`, `。`
+///   and brackets: a letter run ends there).
+#[must_use]
+pub fn is_cut(a: u32, b: u32) -> bool {
+    let ascii_alnum = |c: u32| c < 0x80 && (c as u8).is_ascii_alphanumeric();
+    if a == u32::from(b'\n') {
+        return b < 0x80 && b != u32::from(b'/') && !(b as u8).is_ascii_whitespace();
+    }
+    if ascii_alnum(a) {
+        return b == u32::from(b' ')
+            || (b < 0x80 && (b as u8).is_ascii_punctuation() && b != u32::from(b'\''));
+    }
+    let cjk = (0x4E00..=0x9FFF).contains(&a) || (0x3040..=0x30FF).contains(&a);
+    cjk && matches!(b, 0x3000..=0x3002 | 0x3008..=0x3011)
 }
 
 /// A code unit of a fixed-width string layout.
@@ -103,6 +225,12 @@ pub struct Surrogate(pub usize);
 /// U+10FFFF: such text has no UTF-8 form.
 pub fn estimate_units<U: Unit>(units: &[U], encoding: Encoding) -> Result<u64, Surrogate> {
     let mut est = Estimator::new(encoding);
+    feed_units(units, &mut est)?;
+    Ok(est.tokens())
+}
+
+/// Adds the text whose code points are `units` to a running estimate (see [`estimate_units`]).
+fn feed_units<U: Unit>(units: &[U], est: &mut Estimator) -> Result<(), Surrogate> {
     // Sized to the text when it is small (most calls): zeroing 64 KB would cost more than
     // estimating a short message. Up to 4 bytes per unit, so a small buffer never fills.
     let mut buf = vec![0u8; BUF.min(units.len().saturating_mul(4)) + 4];
@@ -142,7 +270,7 @@ pub fn estimate_units<U: Unit>(units: &[U], encoding: Encoding) -> Result<u64, S
         }
     }
     est.feed(&buf[..len]);
-    Ok(est.tokens())
+    Ok(())
 }
 
 /// A cut position in the second half of `b` (valid UTF-8) where a new piece starts in every
@@ -230,6 +358,95 @@ mod tests {
         let want = crate::estimate::estimate_tokens(s.as_bytes(), Encoding::O200k);
         let got = estimate_units(&u, Encoding::O200k).unwrap_or(0);
         assert!(got.abs_diff(want) <= 4, "{got} vs {want}");
+    }
+
+    /// Deterministic xorshift.
+    fn next(x: &mut u64) -> u64 {
+        *x ^= *x << 13;
+        *x ^= *x >> 7;
+        *x ^= *x << 17;
+        *x
+    }
+
+    #[test]
+    fn parts_cut_at_every_cut_add_up() {
+        const ATOMS: &[&str] = &[
+            "a",
+            "s",
+            "t",
+            "l",
+            "e",
+            "Z",
+            "0",
+            "7",
+            " ",
+            "  ",
+            "\t",
+            "\n",
+            "\r\n",
+            ".",
+            ",",
+            "/",
+            "'",
+            "'s",
+            "'ll",
+            "\"",
+            "(",
+            "=",
+            "é",
+            "中",
+            "文",
+            "の",
+            "、",
+            "。",
+            "「",
+            "\u{3000}",
+            "😀",
+            "\u{300}",
+            "word",
+            "Word",
+            "camelCase",
+        ];
+        let mut x = 0x2545_F491_4F6C_DD1D_u64;
+        for _ in 0..3000 {
+            let len = 1 + (next(&mut x) % 200) as usize;
+            let mut text = String::new();
+            while text.len() < len {
+                text.push_str(ATOMS[(next(&mut x) % ATOMS.len() as u64) as usize]);
+            }
+            let chars: Vec<u32> = text.chars().map(|c| c as u32).collect();
+            let cuts: Vec<usize> = (1..chars.len())
+                .filter(|&k| is_cut(chars[k - 1], chars[k]))
+                .collect();
+            for e in Encoding::ALL {
+                let mut whole = Estimator::new(e);
+                whole.feed(text.as_bytes());
+                let mut parts = Estimator::new(e);
+                let mut from = 0;
+                for &k in cuts.iter().chain([chars.len()].iter()) {
+                    let part: String = chars[from..k]
+                        .iter()
+                        .filter_map(|&c| char::from_u32(c))
+                        .collect();
+                    parts.feed(part.as_bytes());
+                    from = k;
+                }
+                assert_eq!(
+                    parts.tokens(),
+                    whole.tokens(),
+                    "{e:?} on {text:?} cut at {cuts:?}"
+                );
+                let mut split = Estimator::new(e);
+                for (_, part) in Text::Utf8(text.as_bytes()).split(8) {
+                    part.feed(&mut split).expect("valid");
+                }
+                assert_eq!(
+                    split.tokens(),
+                    whole.tokens(),
+                    "{e:?} on {text:?} (UTF-8 split)"
+                );
+            }
+        }
     }
 
     #[test]

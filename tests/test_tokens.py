@@ -148,3 +148,34 @@ def test_batch_errors_name_the_item() -> None:
         estimate_batch(["ok", "bad \ud800"])
     with pytest.raises(ValueError, match="o200k"):
         estimate_batch(["x"], "gpt2")
+
+
+PARALLEL_LINES = (
+    'fn main() {\n    println!("{}", 42);\n}\n',
+    "2024-05-01T12:00:00Z INFO [worker-3] request id=9f8e latency=12ms\n",
+    "日本語のテキストと中文文本。\n",
+    "Привет, мир! 🎉 ",
+    "x\n/path/to/file\n  indented\n\n",
+)
+
+
+@pytest.mark.parametrize("kind", ["ascii", "cjk", "emoji"])
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_parallel_gives_the_same_count(kind: str, encoding: str) -> None:
+    lines = {
+        "ascii": PARALLEL_LINES[:2],
+        "cjk": PARALLEL_LINES[:3],
+        "emoji": PARALLEL_LINES,
+    }[kind]
+    text = "".join(lines[(i * 7 + i // 3) % len(lines)] for i in range(60_000))
+    assert len(text.encode()) > 2 * 1024 * 1024
+    want = estimate_tokens(text, encoding)
+    assert estimate_tokens(text, encoding, parallel=True) == want
+    assert estimate_tokens(text.encode(), encoding, parallel=True) == want
+
+
+def test_parallel_small_text_and_errors() -> None:
+    assert estimate_tokens("hello world", parallel=True) == estimate_tokens("hello world")
+    bad = "ok\n" * 500_000 + "\ud800"
+    with pytest.raises(UnicodeEncodeError):
+        estimate_tokens(bad, parallel=True)

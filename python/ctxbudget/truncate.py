@@ -139,7 +139,7 @@ def truncate_output(
     # Work on one UTF-8 copy: slices of it are estimated without copying, and the caller's
     # str is not left holding the UTF-8 cache that estimating a non-ASCII str would attach.
     data = text.encode("utf-8")
-    total = _tokens.estimate_tokens(data, enc)
+    total = _tokens.estimate_tokens(data, enc, parallel=True)
     if total <= max_tokens:
         return TruncatedResult(text, False, total, total)
 
