@@ -404,3 +404,46 @@ def test_shared_counts_count_each_message_once_and_agree() -> None:
 def test_share_counts_refuses_estimators_that_count_differently() -> None:
     with pytest.raises(ValueError, match="same profile"):
         RequestEstimator("gpt-4o").share_counts(RequestEstimator("gpt-4o", encoding="cl100k"))
+
+
+def test_large_cold_estimate_is_counted_in_one_batch_with_the_same_numbers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import ctxbudget.request as request
+
+    msgs: list[dict[str, Any]] = [{"role": "system", "content": "You fix bugs."}]
+    for i in range(120):
+        call = {
+            "id": f"c{i}",
+            "type": "function",
+            "function": {"name": "bash", "arguments": json.dumps({"cmd": f"cat f{i}.py"})},
+        }
+        msgs.append({"role": "assistant", "content": f"Step {i}.", "tool_calls": [call]})
+        msgs.append(
+            {
+                "role": "tool",
+                "tool_call_id": f"c{i}",
+                "content": f"def f{i}(x):\n    return x * {i}\n" * 120,
+            }
+        )
+    assert sum(len(s) for s in request._chat_strings(msgs)) >= request._BATCH_MIN_CHARS
+    batches: list[int] = []
+    real = request.estimate_batch
+
+    def spy(texts: list[str], encoding: str) -> Any:
+        batches.append(len(texts))
+        return real(texts, encoding)
+
+    monkeypatch.setattr(request, "estimate_batch", spy)
+    batched = estimate_request(msgs, model="gpt-4o")
+    assert len(batches) == 1
+    # Cached messages are not sent to a batch again (a shortened history recounts from cache).
+    estimator = RequestEstimator("gpt-4o")
+    estimator.estimate(msgs)
+    estimator.estimate(msgs[:-1])
+    assert len(batches) == 2
+    monkeypatch.setattr(request, "_BATCH_MIN_CHARS", 10**12)
+    one_by_one = estimate_request(msgs, model="gpt-4o")
+    assert len(batches) == 2
+    assert batched.total == one_by_one.total
+    assert batched.per_message == one_by_one.per_message

@@ -49,7 +49,7 @@ from ctxbudget.messages import (
     normalize_tools,
 )
 from ctxbudget.models import family_of
-from ctxbudget.tokens import DEFAULT_ENCODING, ENCODINGS, estimate_tokens
+from ctxbudget.tokens import DEFAULT_ENCODING, ENCODINGS, estimate_batch, estimate_tokens
 from ctxbudget.turns import unchanged_prefix
 
 __all__ = [
@@ -479,6 +479,51 @@ def _count_chat_fast(m: Any, index: int, count: Counter, rule: str) -> _Counted 
     return (role in ("system", "developer"), text, args, calls, "name" in m, 0, True)
 
 
+#: Chat messages whose strings add up to this many characters are counted ahead in one
+#: ``estimate_batch`` call (spread over the cores); below it the batch would not go parallel.
+_BATCH_MIN_CHARS = 256 * 1024
+
+
+def _chat_strings(msgs: Sequence[Any]) -> list[str]:
+    """The strings of Chat Completions dicts that :func:`_count_chat_fast` counts."""
+    out: list[str] = []
+    add = out.append
+    for m in msgs:
+        if type(m) is not dict:
+            continue
+        content = m.get("content")
+        if type(content) is str and content:
+            add(content)
+        reasoning = m.get("reasoning_content")
+        if type(reasoning) is str and reasoning:
+            add(reasoning)
+        calls = m.get("tool_calls")
+        if type(calls) is list:
+            for call in calls:
+                fn = call.get("function") if type(call) is dict else None
+                if type(fn) is dict:
+                    for v in (fn.get("arguments"), fn.get("name")):
+                        if type(v) is str:
+                            add(v)
+    return out
+
+
+def _batched(msgs: Sequence[Any], encoding: str, count: Counter) -> Counter:
+    """``count``, answered from one parallel ``estimate_batch`` over the strings of ``msgs``
+    when they are many: the same numbers, looked up by the identity of each string object
+    (kept alive by the returned function, so identities stay unique)."""
+    texts = _chat_strings(msgs)
+    if sum(map(len, texts)) < _BATCH_MIN_CHARS:
+        return count
+    counts = dict(zip(map(id, texts), estimate_batch(texts, encoding).tolist(), strict=True))
+
+    def lookup(text: str, _keep: list[str] = texts) -> int:
+        n = counts.get(id(text))
+        return count(text) if n is None else n
+
+    return lookup
+
+
 def _count_parts(
     parts: Sequence[Part], count: Counter, rule: str
 ) -> tuple[int, int, int, int, bool]:
@@ -685,6 +730,9 @@ class RequestEstimator:
             weighed = []
             new = msgs
         count = self._count_fn()
+        if self._counter_fn is None and fmt == "openai_chat":
+            by_id = self._by_id
+            count = _batched([m for m in new if id(m) not in by_id], self.encoding, count)
         rule = (
             _FORMAT_IMAGE_RULE[fmt] if self.profile.name == "default" else self.profile.image_rule
         )
