@@ -960,11 +960,17 @@ pub fn scan<F: FnMut(Piece)>(text: &[u8], dialect: Dialect, mut emit: F) {
 pub fn scan_found<F: FnMut(Found<'_>)>(text: &[u8], dialect: Dialect, mut emit: F) {
     let sc = Scanner { t: text, dialect };
     let mut i = 0;
+    // Where windows are tried again after one settled nothing: past non-ASCII text the byte
+    // scanner goes on alone until ASCII resumes.
+    let mut ascii_from = 0;
     while i < text.len() {
-        let next = blocks::window(text, i, dialect, &mut emit);
-        if next > i {
-            i = next;
-            continue;
+        if i >= ascii_from && text.len() - i >= blocks::MIN_TEXT {
+            let next = blocks::window(text, i, dialect, &mut emit);
+            if next > i {
+                i = next;
+                continue;
+            }
+            ascii_from = blocks::next_ascii(text, i);
         }
         let p = sc.piece(i);
         i = p.end;
