@@ -26,7 +26,7 @@
 //! - cl100k splits `'s`, `'t`, `'re`, `'ve`, `'m`, `'ll`, `'d` off as pieces of their own where
 //!   an apostrophe starts a piece; o200k appends them to the word they follow.
 
-use crate::scan::{case, content, prefix, Dialect, Found, Kind, Piece};
+use crate::scan::{case, content, contraction_len, prefix, Dialect, Found, Kind, Piece};
 
 /// Bytes per window.
 pub const WIDTH: usize = 64;
@@ -175,18 +175,6 @@ fn below(n: u32) -> u64 {
 #[inline]
 fn span(s: u32, e: u32) -> u64 {
     below(e) & !below(s)
-}
-
-/// Length of the contraction (`'s`, `'t`, `'re`, `'ve`, `'m`, `'ll`, `'d`, any case) at `i`.
-#[inline]
-fn contraction_len(t: &[u8], i: usize) -> usize {
-    let a = t.get(i + 1).map_or(0, u8::to_ascii_lowercase);
-    let b = t.get(i + 2).map_or(0, u8::to_ascii_lowercase);
-    match (a, b) {
-        (b's' | b't' | b'm' | b'd', _) => 2,
-        (b'r' | b'v', b'e') | (b'l', b'l') => 3,
-        _ => 0,
-    }
 }
 
 /// Case shape of the ASCII letters `letters` (bits) of a window.
@@ -458,6 +446,7 @@ pub fn window<F: FnMut(Found<'_>)>(
 #[cfg(test)]
 mod tests {
     use crate::scan::{scan, scan_bytes, Dialect, Piece};
+    use crate::testing::XorShift;
 
     fn both(text: &[u8], d: Dialect) -> (Vec<Piece>, Vec<Piece>) {
         let (mut fast, mut slow) = (Vec::new(), Vec::new());
@@ -478,17 +467,6 @@ mod tests {
                     k.and_then(|k| slow.get(k)),
                 );
             }
-        }
-    }
-
-    /// Deterministic xorshift.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
         }
     }
 
@@ -551,7 +529,7 @@ mod tests {
             "camelCase",
             "HTTPServer",
         ];
-        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
         for _ in 0..20_000 {
             let len = 1 + (rng.next() % 300) as usize;
             let mut text = Vec::with_capacity(len + 8);

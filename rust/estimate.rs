@@ -630,6 +630,7 @@ pub fn estimate_all(text: &[u8]) -> [u64; 4] {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::XorShift;
 
     const SAMPLES: &[&str] = &[
         "The quick brown fox jumps over the lazy dog. It's a classic pangram.",
@@ -767,14 +768,8 @@ mod tests {
 
     #[test]
     fn random_bytes_do_not_panic() {
-        let mut x = 0x9E37_79B9_7F4A_7C15_u64;
-        let mut buf = Vec::with_capacity(4096);
-        for _ in 0..4096 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            buf.push((x >> 24) as u8);
-        }
+        let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
+        let buf: Vec<u8> = (0..4096).map(|_| (rng.next() >> 24) as u8).collect();
         for e in Encoding::ALL {
             let _ = estimate_tokens(&buf, e);
         }

@@ -14,5 +14,8 @@ pub mod text;
 pub mod units;
 pub mod vocab;
 
+#[cfg(test)]
+mod testing;
+
 #[cfg(feature = "python")]
 mod py;

@@ -289,6 +289,7 @@ fn report(call_id: &str, chain: Chain<'_, '_>, out: &mut Vec<Violation>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::XorShift;
     use std::collections::BTreeMap;
 
     fn call(position: i64, call_id: &str) -> PairingEvent<'_> {
@@ -491,17 +492,6 @@ mod tests {
                 "duplicate_result"
             ]
         );
-    }
-
-    struct XorShift(u64);
-
-    impl XorShift {
-        fn below(&mut self, bound: u64) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0 % bound
-        }
     }
 
     /// The rules written out literally, one id at a time.

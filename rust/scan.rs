@@ -510,7 +510,7 @@ fn is_punct(cat: Cat) -> bool {
 
 /// Length of a contraction (`'s`, `'t`, `'re`, `'ve`, `'m`, `'ll`, `'d`, any case) at `i`, or 0.
 #[inline]
-fn contraction_len(t: &[u8], i: usize) -> usize {
+pub(crate) fn contraction_len(t: &[u8], i: usize) -> usize {
     if t.get(i) != Some(&b'\'') {
         return 0;
     }

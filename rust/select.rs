@@ -266,6 +266,7 @@ fn best_prefix_len(items: &mut [Candidate], need: i128) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::XorShift;
 
     fn ok(sizes: &[i64], need: i64, protected: &[usize]) -> Selection {
         match select_largest(sizes, need, protected) {
@@ -396,21 +397,6 @@ mod tests {
         max_kept: 0,
         max_pushes: 0,
     };
-
-    struct XorShift(u64);
-
-    impl XorShift {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-
-        fn below(&mut self, bound: u64) -> u64 {
-            self.next() % bound
-        }
-    }
 
     /// Obviously correct and slow: sort everything allowed, take greedily.
     fn naive(sizes: &[i64], need: i64, protected: &[usize]) -> Result<Selection, SelectError> {

@@ -443,6 +443,7 @@ fn is_ico(data: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::XorShift;
 
     /// The obviously-correct reference: first NUL vs `std`'s first invalid UTF-8 byte.
     fn reference(data: &[u8]) -> Option<(usize, TextErrorReason)> {
@@ -640,22 +641,6 @@ mod tests {
         assert_eq!(err_at(&far), Some((BLOCK - 4, NUL)));
     }
 
-    /// xorshift64: enough randomness for fuzzing without a dependency.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-
-        fn below(&mut self, n: usize) -> usize {
-            (self.next() % n as u64) as usize
-        }
-    }
-
     #[test]
     fn random_buffers_agree_with_reference() {
         const PIECES: [&[u8]; 12] = [
@@ -684,39 +669,39 @@ mod tests {
             b"\xff",
             b"\xfe",
         ];
-        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+        let mut rng = XorShift(0x2545_f491_4f6c_dd1d);
         for round in 0..3000 {
             let len = match round % 10 {
-                0 => rng.below(3 * BLOCK + 200),
-                1..=3 => rng.below(2000),
-                _ => rng.below(300),
+                0 => rng.index(3 * BLOCK + 200),
+                1..=3 => rng.index(2000),
+                _ => rng.index(300),
             };
             let mut data = Vec::with_capacity(len + 8);
-            let mut ascii_run = rng.below(2) == 0;
+            let mut ascii_run = rng.index(2) == 0;
             while data.len() < len {
-                if rng.below(50) == 0 {
+                if rng.index(50) == 0 {
                     ascii_run = !ascii_run;
                 }
                 if ascii_run {
-                    data.extend_from_slice(PIECES[rng.below(3)]);
+                    data.extend_from_slice(PIECES[rng.index(3)]);
                 } else {
-                    data.extend_from_slice(PIECES[rng.below(PIECES.len())]);
+                    data.extend_from_slice(PIECES[rng.index(PIECES.len())]);
                 }
             }
-            for _ in 0..rng.below(4) {
+            for _ in 0..rng.index(4) {
                 if data.is_empty() {
                     break;
                 }
-                let at = rng.below(data.len());
-                let bad = BAD_BYTES[rng.below(BAD_BYTES.len())];
-                if rng.below(2) == 0 {
+                let at = rng.index(data.len());
+                let bad = BAD_BYTES[rng.index(BAD_BYTES.len())];
+                if rng.index(2) == 0 {
                     data.splice(at..at, bad.iter().copied());
                 } else {
                     data[at] = bad[0];
                 }
             }
-            if rng.below(8) == 0 {
-                data.truncate(rng.below(data.len() + 1));
+            if rng.index(8) == 0 {
+                data.truncate(rng.index(data.len() + 1));
             }
             assert_agrees(&data);
         }

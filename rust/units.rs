@@ -309,6 +309,7 @@ fn safe_cut(b: &[u8]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::XorShift;
 
     fn check(text: &str) {
         let u8s: Option<Vec<u8>> = text.chars().map(|c| u8::try_from(c as u32).ok()).collect();
@@ -360,14 +361,6 @@ mod tests {
         assert!(got.abs_diff(want) <= 4, "{got} vs {want}");
     }
 
-    /// Deterministic xorshift.
-    fn next(x: &mut u64) -> u64 {
-        *x ^= *x << 13;
-        *x ^= *x >> 7;
-        *x ^= *x << 17;
-        *x
-    }
-
     #[test]
     fn parts_cut_at_every_cut_add_up() {
         const ATOMS: &[&str] = &[
@@ -407,12 +400,12 @@ mod tests {
             "Word",
             "camelCase",
         ];
-        let mut x = 0x2545_F491_4F6C_DD1D_u64;
+        let mut rng = XorShift(0x2545_F491_4F6C_DD1D);
         for _ in 0..3000 {
-            let len = 1 + (next(&mut x) % 200) as usize;
+            let len = 1 + rng.below(200) as usize;
             let mut text = String::new();
             while text.len() < len {
-                text.push_str(ATOMS[(next(&mut x) % ATOMS.len() as u64) as usize]);
+                text.push_str(ATOMS[rng.below(ATOMS.len() as u64) as usize]);
             }
             let chars: Vec<u32> = text.chars().map(|c| c as u32).collect();
             let cuts: Vec<usize> = (1..chars.len())

@@ -23,6 +23,9 @@ mod profiles;
 mod scan;
 #[path = "../../../rust/vocab.rs"]
 mod vocab;
+#[cfg(test)]
+#[path = "../../../rust/testing.rs"]
+mod testing;
 
 use std::io::Write;
 use std::time::Instant;

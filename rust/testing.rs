@@ -1,0 +1,24 @@
+//! Helpers shared by the unit tests.
+
+/// xorshift64: deterministic pseudo-random numbers for fuzzing without a dependency.
+pub struct XorShift(pub u64);
+
+impl XorShift {
+    /// The next number.
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// The next number below `bound` (`bound > 0`).
+    pub fn below(&mut self, bound: u64) -> u64 {
+        self.next() % bound
+    }
+
+    /// The next index below `len` (`len > 0`).
+    pub fn index(&mut self, len: usize) -> usize {
+        (self.next() % len as u64) as usize
+    }
+}
