@@ -4,9 +4,10 @@
 //! character class (SSE2 on `x86_64`, a byte loop elsewhere). The pre-tokenizer rules that
 //! [`scan`](crate::scan) applies byte by byte become shifts, ands and one carry-propagating add
 //! over those masks, giving the set of positions where a piece starts. Starts that could still
-//! depend on bytes past the window (the last run of one class, a contraction at the edge) are
-//! not trusted: the pieces that end at trusted starts are emitted, with the same features the
-//! byte scanner computes, and the next window starts at the last trusted start. A window
+//! depend on bytes past the window (inside its last run of one class) are not trusted: the
+//! pieces that end at trusted starts are emitted, with the same features the byte scanner
+//! computes, and the next window starts at the last trusted start (contractions read the two
+//! characters after an apostrophe from the text itself, wherever they are). A window
 //! stops at its first non-ASCII byte; the byte scanner takes over there (see
 //! [`scan::scan`](crate::scan::scan)), and it stays the reference: tests check that both give
 //! identical pieces.
@@ -309,9 +310,9 @@ impl Window<'_> {
     }
 }
 
-/// Piece starts of a classified window that begins at a piece start (bit 0), and the last
-/// position up to which they are certain.
-fn starts(win: &mut Window<'_>, t: &[u8], base: usize, dialect: Dialect) -> (u64, u32) {
+/// The piece starts of a classified window that begins at a piece start (bit 0), up to the
+/// last position where they are certain.
+fn starts(win: &mut Window<'_>, t: &[u8], base: usize, dialect: Dialect) -> u64 {
     let m = win.m;
     let hard = m.high;
     let lim = hard.trailing_zeros();
@@ -395,7 +396,7 @@ fn starts(win: &mut Window<'_>, t: &[u8], base: usize, dialect: Dialect) -> (u64
     win.letter = letter;
     win.punct = punct;
     win.tail = tail;
-    (s & below(certain + 1), certain)
+    s & below(certain + 1)
 }
 
 /// Emits the pieces of `text` from `at` (a piece start) that one window settles and returns
@@ -431,7 +432,7 @@ pub fn window<F: FnMut(Found<'_>)>(
         punct: 0,
         tail: 0,
     };
-    let (starts, _) = starts(&mut win, text, at, dialect);
+    let starts = starts(&mut win, text, at, dialect);
     let mut rest = starts & !1;
     let mut start = 0;
     while rest != 0 {
