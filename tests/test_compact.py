@@ -364,3 +364,21 @@ def test_summaries_alone_are_condensed_or_refused() -> None:
     assert result.messages[0] is system and result.messages[-1] is last
     with pytest.raises(CompactionError, match="nothing to compact"):
         compact([system, summary(1, "only "), last], short_summary, window=16_000)
+
+
+def test_genai_content_history_stays_content_objects() -> None:
+    from google.genai import types
+
+    history = [
+        types.Content(
+            role="user" if i % 2 == 0 else "model",
+            parts=[types.Part(text=f"turn {i}: " + "words and more words " * 60)],
+        )
+        for i in range(30)
+    ]
+    result = compact(
+        history, lambda p, n: "Goal: keep going.", window=6_000, model="gemini-2.5-pro"
+    )
+    assert all(type(m) is types.Content for m in result.messages)
+    assert result.messages[0].parts[0].text.startswith("[ctxbudget summary v1")
+    assert result.messages[-1] is history[-1]

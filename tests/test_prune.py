@@ -559,3 +559,36 @@ def test_pruner_turn_after_turn_equals_one_shot(seed: int, fmt: str) -> None:
         assert kept.messages == fresh.messages
         assert kept.pruned == fresh.pruned
         assert kept.tokens_after == fresh.tokens_after and kept.fits == fresh.fits
+
+
+def genai_history(results: int = 12) -> list[Any]:
+    """A google-genai ``Content`` history: a user turn, then tool calls with large results."""
+    from google.genai import types
+
+    history = [types.Content(role="user", parts=[types.Part(text="Find the failing test.")])]
+    for i in range(results):
+        call = types.FunctionCall(name="bash", args={"cmd": f"cat log{i}.txt"}, id=f"c{i}")
+        reply = types.FunctionResponse(
+            name="bash", response={"result": "ok line\n" * 800}, id=f"c{i}"
+        )
+        history.append(types.Content(role="model", parts=[types.Part(function_call=call)]))
+        history.append(types.Content(role="user", parts=[types.Part(function_response=reply)]))
+    history.append(types.Content(role="user", parts=[types.Part(text="And now?")]))
+    return history
+
+
+def test_genai_content_history_stays_content_objects() -> None:
+    history = genai_history()
+    before = copy.deepcopy(history)
+    result = prune(history, window=8_000, model="gemini-2.5-pro")
+    assert result.pruned and result.fits
+    assert all(type(m) is type(history[0]) for m in result.messages)
+    stubbed = result.messages[result.pruned[0].index]
+    assert stubbed is not history[result.pruned[0].index]
+    response = stubbed.parts[0].function_response
+    assert response.id == f"c{(result.pruned[0].index - 2) // 2}"
+    assert response.response["result"].startswith(STUB_PREFIX)
+    assert sum(m is h for m, h in zip(result.messages, history, strict=True)) == (
+        len(history) - len(result.pruned)
+    )
+    assert history == before

@@ -41,6 +41,7 @@ from ctxbudget.events import ContextEvent, EventCallback, Reason, check_reason, 
 from ctxbudget.messages import FORMATS, MessageFormatError, detect_format
 from ctxbudget.prune import PruneConfig, make_budget
 from ctxbudget.request import RequestEstimator
+from ctxbudget.stubs import in_history_type
 from ctxbudget.summary_prompt import (
     build_prompt,
     render_messages,
@@ -308,6 +309,7 @@ class _Compaction:
                 None,
             )
         out = [*self.msgs[: self.start], message, *self.msgs[self.cut :]]
+        out = in_history_type(out, self.msgs)
         try:
             check_pairing(self.infos, resolve_ids(scan(out, self.fmt)), "compaction")
         except PairingError as exc:  # pragma: no cover - cuts are safe by construction

@@ -62,6 +62,7 @@ from ctxbudget.messages import FORMATS, MessageFormatError, detect_format
 from ctxbudget.request import RequestEstimate, RequestEstimator
 from ctxbudget.stubs import (
     STUB_PREFIX,
+    in_history_type,
     missing_text,
     replace_results,
     result_message,
@@ -550,6 +551,7 @@ class Pruner:
             out.extend(chat_inserts.pop(i + 1, ()))
         if carry:
             out.append(with_results(fmt, None, carry))
+        out = in_history_type(out, msgs)
         if missed:
             pruned = sorted([*pruned, *missed], key=lambda p: p.index)
         if changed:  # stubs made earlier were checked when they were made

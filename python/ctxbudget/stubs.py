@@ -38,7 +38,7 @@ The three texts, verbatim (``{...}`` filled in):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = ["STUB_PREFIX", "is_stub", "missing_text", "stub_text"]
@@ -200,6 +200,21 @@ def with_results(fmt: str, message: Any | None, blocks: list[dict[str, Any]]) ->
     m = dict(message) if isinstance(message, Mapping) else _dump(message)
     m["parts"] = [*blocks, *(m.get("parts") or [])]
     return m
+
+
+def in_history_type(out: list[Any], history: Sequence[Any]) -> list[Any]:
+    """``out`` with the messages ctxbudget made (dicts) turned into objects of the history's
+    message class, when the history is SDK models of one class (google-genai ``Content``):
+    a rewritten history keeps one message type. Anything else is returned as it is.
+    """
+    first = history[0] if history else None
+    cls = type(first)
+    validate = getattr(cls, "model_validate", None)
+    if first is None or isinstance(first, Mapping) or validate is None:
+        return out
+    if not all(type(m) is cls for m in history):
+        return out
+    return [validate(m) if isinstance(m, Mapping) else m for m in out]
 
 
 def _dump(message: Any) -> dict[str, Any]:
