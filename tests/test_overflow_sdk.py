@@ -8,6 +8,7 @@ the shared catalog (``data/overflow``). SDKs that are not installed are skipped.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -46,8 +47,30 @@ def numbers(info: OverflowInfo | None) -> tuple[Any, ...] | None:
 openai = pytest.importorskip("openai")
 
 
+#: SDK clients made by the running test, closed when it ends.
+_CLIENTS: list[Any] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_sdk_clients() -> Iterator[None]:
+    """Close every SDK client a test made: a connection pool left to the garbage collector
+    raises a ResourceWarning at a random later point, which filterwarnings=error turns into a
+    failure of whichever test is running then."""
+    yield
+    while _CLIENTS:
+        _CLIENTS.pop().close()
+
+
+def closing(client: Any) -> Any:
+    """``client``, closed at the end of the test."""
+    _CLIENTS.append(client)
+    return client
+
+
 def openai_client(server: LoopbackServer) -> Any:
-    return openai.OpenAI(base_url=f"{server.url}/v1", api_key="test", max_retries=0, timeout=10)
+    return closing(
+        openai.OpenAI(base_url=f"{server.url}/v1", api_key="test", max_retries=0, timeout=10)
+    )
 
 
 def chat(client: Any) -> None:
@@ -460,7 +483,9 @@ def test_openai_sdk_error_wrapped_by_the_caller(loopback: LoopbackServer) -> Non
 
 def anthropic_call(server: LoopbackServer) -> None:
     anthropic = pytest.importorskip("anthropic")
-    client = anthropic.Anthropic(base_url=server.url, api_key="test", max_retries=0, timeout=10)
+    client = closing(
+        anthropic.Anthropic(base_url=server.url, api_key="test", max_retries=0, timeout=10)
+    )
     client.messages.create(
         model="claude-loopback-test", max_tokens=1024, messages=[{"role": "user", "content": "hi"}]
     )
@@ -593,7 +618,9 @@ def test_anthropic_sdk_look_alikes(
 
 def gemini_call(server: LoopbackServer) -> None:
     genai = pytest.importorskip("google.genai")
-    client = genai.Client(api_key="test", http_options={"base_url": server.url, "timeout": 10_000})
+    client = closing(
+        genai.Client(api_key="test", http_options={"base_url": server.url, "timeout": 10_000})
+    )
     client.models.generate_content(model="gemini-2.5-pro", contents="hi")
 
 
