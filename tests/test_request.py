@@ -447,3 +447,17 @@ def test_large_cold_estimate_is_counted_in_one_batch_with_the_same_numbers(
     assert len(batches) == 2
     assert batched.total == one_by_one.total
     assert batched.per_message == one_by_one.per_message
+
+
+def test_large_cold_estimate_reports_errors_in_message_order() -> None:
+    big = "x = 1\n" * 50_000
+    msgs: list[dict[str, Any]] = [
+        {"role": "user", "content": big},
+        {"role": "wizard", "content": "hi"},
+        {"role": "user", "content": "bad \ud800 half"},
+    ]
+    with pytest.raises(MessageFormatError) as caught:
+        estimate_request(msgs, model="gpt-4o")
+    assert caught.value.index == 1
+    with pytest.raises(UnicodeEncodeError):
+        estimate_request([msgs[0], msgs[2]], model="gpt-4o")

@@ -515,7 +515,11 @@ def _batched(msgs: Sequence[Any], encoding: str, count: Counter) -> Counter:
     texts = _chat_strings(msgs)
     if sum(map(len, texts)) < _BATCH_MIN_CHARS:
         return count
-    counts = dict(zip(map(id, texts), estimate_batch(texts, encoding).tolist(), strict=True))
+    try:
+        batch = estimate_batch(texts, encoding).tolist()
+    except UnicodeEncodeError:  # let the walk raise it, after any error in earlier messages
+        return count
+    counts = dict(zip(map(id, texts), batch, strict=True))
 
     def lookup(text: str, _keep: list[str] = texts) -> int:
         n = counts.get(id(text))
