@@ -33,7 +33,7 @@ use crate::scan::{case, content, contraction_len, prefix, Dialect, Found, Kind, 
 pub const WIDTH: usize = 64;
 
 /// A window shorter than this before its first non-ASCII byte is not worth the masks.
-const MIN_ASCII: u32 = 8;
+const MIN_ASCII: u32 = 16;
 
 /// Texts (or their rest) shorter than this go to the byte scanner: a window would cost more
 /// than it saves.

@@ -8,6 +8,11 @@
 //!   vocabulary entries in `tokens.bin` that the encoding's scanner emits as one piece.
 //! - `estimate <docs.bin>`: per document, `cl100k o200k llama3 qwen3 conservative` estimates.
 //! - `bench <file> <encoding> [seconds]`: single-thread throughput in MB/s.
+//! - `bench-scan <file> [seconds]`: single-thread MB/s of the o200k pre-tokenizer alone:
+//!   with 64-byte bit-mask windows finding the pieces only (`scan_found`, what the estimator
+//!   runs: features are built for the pieces the vocabulary lacks), the same building every
+//!   piece's features (`scan`), and the byte scanner alone (`scan_bytes`); alternating rounds
+//!   on the same text.
 //!
 //! `docs.bin` is a sequence of `u32` little-endian length + UTF-8 bytes.
 
@@ -170,6 +175,43 @@ fn bench(path: &str, enc: &str, seconds: f64) {
     std::hint::black_box(total);
 }
 
+/// Seconds per pass of `f` over `data`, best of the passes within `seconds`.
+fn best_pass(seconds: f64, mut f: impl FnMut() -> usize) -> f64 {
+    let mut best = f64::MAX;
+    let t0 = Instant::now();
+    while t0.elapsed().as_secs_f64() < seconds || best == f64::MAX {
+        let t = Instant::now();
+        std::hint::black_box(f());
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    best
+}
+
+fn bench_scan(path: &str, seconds: f64) {
+    let data = std::fs::read(path).expect("bench file");
+    let d = Dialect::O200k;
+    let (mut found, mut masks, mut bytes) = (f64::MAX, f64::MAX, f64::MAX);
+    for _ in 0..5 {
+        found = found.min(best_pass(seconds / 15.0, || {
+            let mut n = 0;
+            scan::scan_found(&data, d, |f| n += f.end);
+            n
+        }));
+        masks = masks.min(best_pass(seconds / 15.0, || {
+            let mut n = 0;
+            scan::scan(&data, d, |_| n += 1);
+            n
+        }));
+        bytes = bytes.min(best_pass(seconds / 15.0, || {
+            let mut n = 0;
+            scan::scan_bytes(&data, d, |_| n += 1);
+            n
+        }));
+    }
+    let mbps = |s: f64| data.len() as f64 / s / 1e6;
+    println!("{:.1} {:.1} {:.1}", mbps(found), mbps(masks), mbps(bytes));
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let a = |i: usize| args.get(i).map_or("", String::as_str);
@@ -179,6 +221,7 @@ fn main() {
         "filter" => filter(a(2), a(3)),
         "estimate" => estimate_docs(a(2)),
         "bench" => bench(a(2), a(3), a(4).parse().unwrap_or(1.0)),
+        "bench-scan" => bench_scan(a(2), a(3).parse().unwrap_or(1.0)),
         _ => {
             eprintln!(
                 "usage: fit_helper layout | dump ENC DOCS | filter ENC TOKENS | estimate DOCS | bench FILE ENC [S]"
