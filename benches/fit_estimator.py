@@ -21,12 +21,14 @@ conservative margin. Oracles are development-only and need no network.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import struct
 import subprocess
 import sys
 import tempfile
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -524,28 +526,39 @@ def report() -> int:
     return 0
 
 
-def bench(seconds: float) -> int:
-    docs = corpus.build()
-    bin_ = helper()
+def class_files(td: str) -> Iterator[tuple[str, Path]]:
+    """Each class's corpus text, joined and doubled to at least 2 MiB, written under ``td``."""
     by_cls: dict[str, list[str]] = defaultdict(list)
-    for d in docs:
+    for d in corpus.build():
         by_cls[d.cls].append(d.text)
+    for cls in corpus.CLASSES:
+        text = "".join(by_cls[cls]).encode()
+        while len(text) < 2 << 20:
+            text += text
+        path = Path(td) / f"{cls}.txt"
+        path.write_bytes(text)
+        yield cls, path
+
+
+@functools.cache
+def built_helper() -> Path:
+    """:func:`helper`, built once per run."""
+    return helper()
+
+
+def run_helper(*args: str) -> str:
+    return subprocess.run(
+        [str(built_helper()), *args], check=True, capture_output=True, text=True
+    ).stdout
+
+
+def bench(seconds: float) -> int:
     with tempfile.TemporaryDirectory() as td:
         print(f"{'class':14s} " + " ".join(f"{e:>13s}" for e in EST_ORDER))
-        for cls in corpus.CLASSES:
-            text = "".join(by_cls[cls]).encode()
-            while len(text) < 2 << 20:
-                text += text
-            p = Path(td) / f"{cls}.txt"
-            p.write_bytes(text)
+        for cls, path in class_files(td):
             row = f"{cls:14s} "
             for e in EST_ORDER:
-                out = subprocess.run(
-                    [str(bin_), "bench", str(p), e, str(seconds)],
-                    check=True,
-                    capture_output=True,
-                    text=True,
-                ).stdout
+                out = run_helper("bench", str(path), e, str(seconds))
                 row += f" {float(out.split()[0]):8.0f} MB/s"
             print(row, flush=True)
     return 0
@@ -555,28 +568,13 @@ def bench_scan(seconds: float) -> int:
     """MB/s of the o200k pre-tokenizer alone per class, same text, same run: 64-byte bit-mask
     windows (the byte scanner for non-ASCII text) finding pieces only, as the estimator runs
     them, and building every piece's features; against the byte scanner alone."""
-    docs = corpus.build()
-    bin_ = helper()
-    by_cls: dict[str, list[str]] = defaultdict(list)
-    for d in docs:
-        by_cls[d.cls].append(d.text)
     with tempfile.TemporaryDirectory() as td:
         print(
             f"{'class':14s} {'masks, pieces':>14s} {'masks+features':>15s} {'bytes only':>11s}"
             f" {'ratios':>11s}"
         )
-        for cls in corpus.CLASSES:
-            text = "".join(by_cls[cls]).encode()
-            while len(text) < 2 << 20:
-                text += text
-            p = Path(td) / f"{cls}.txt"
-            p.write_bytes(text)
-            out = subprocess.run(
-                [str(bin_), "bench-scan", str(p), str(seconds)],
-                check=True,
-                capture_output=True,
-                text=True,
-            ).stdout
+        for cls, path in class_files(td):
+            out = run_helper("bench-scan", str(path), str(seconds))
             found, masks, bytes_only = (float(x) for x in out.split())
             print(
                 f"{cls:14s} {found:9.0f} MB/s {masks:10.0f} MB/s {bytes_only:6.0f} MB/s"
