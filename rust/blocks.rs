@@ -410,7 +410,7 @@ pub fn window<F: FnMut(Found<'_>)>(
     dialect: Dialect,
     emit: &mut F,
 ) -> usize {
-    let mut pad = [0x80u8; WIDTH];
+    let pad: [u8; WIDTH];
     let full = text
         .get(at..at + WIDTH)
         .and_then(|s| <&[u8; WIDTH]>::try_from(s).ok());
@@ -418,7 +418,9 @@ pub fn window<F: FnMut(Found<'_>)>(
         full
     } else {
         let rest = text.get(at..).unwrap_or_default();
-        pad[..rest.len()].copy_from_slice(rest);
+        let mut padded = [0x80u8; WIDTH];
+        padded[..rest.len()].copy_from_slice(rest);
+        pad = padded;
         &pad
     };
     if high_bytes(bytes).trailing_zeros() < MIN_ASCII {

@@ -4,19 +4,13 @@
 //! The units are transcoded into a small UTF-8 buffer; when it fills, the buffer is cut at a
 //! position where every pre-tokenizer we emulate is known to start a new piece, the part before
 //! the cut is estimated as a text of its own and the rest moves to the front. Because pieces never
-//! straddle such a cut, the estimate equals that of the whole text's UTF-8 bytes. Safe cuts, in
-//! order of preference (searched in the second half of the buffer):
+//! straddle such a cut, the estimate equals that of the whole text's UTF-8 bytes. The cut is the
+//! last such position in the second half of the buffer, by the rules of [`is_cut`] (which
+//! [`Text::split`] uses too).
 //!
-//! 1. after `\n` when an ASCII character other than whitespace or `/` follows (a newline run
-//!    ends there; newlines never prefix a word or punctuation piece; o200k lets a punctuation
-//!    piece swallow `[\r\n/]*`, hence no `/`);
-//! 2. before a space that follows an ASCII letter or digit (letter and digit runs end there, and
-//!    a space always starts the next piece);
-//! 3. before an ideographic space, `、`, `。` or a CJK bracket (U+3000-3002, U+3008-3011) that
-//!    follows a CJK ideograph or a kana (a letter run ends at a non-letter).
-//!
-//! A buffer without any of them (64 KB without a space after a word or a line start) is cut at
-//! its end: the estimate may then differ from the UTF-8 one by about one token per 32-64 KB.
+//! A buffer without any (64 KB without a line start, or a word followed by a space or
+//! punctuation) is cut at its end: the estimate may then differ from the UTF-8 one by about one
+//! token per 32-64 KB.
 
 use crate::estimate::{Encoding, Estimator};
 
@@ -138,29 +132,42 @@ fn cut_after<U: Unit>(units: &[U], from: usize) -> Option<usize> {
     (from.max(1)..end).find(|&k| is_cut(units[k - 1].code(), units[k].code()))
 }
 
-/// [`cut_after`] for UTF-8 bytes: ASCII pairs as they are, and a CJK character followed by
-/// U+3000-3011 (`E3 80 xx`) decoded.
+/// [`cut_after`] for UTF-8 bytes.
 fn cut_after_utf8(b: &[u8], from: usize) -> Option<usize> {
     let end = b.len().min(from.saturating_add(CUT_SEARCH));
-    (from.max(1)..end).find(|&k| {
-        let (before, at) = (b[k - 1], b[k]);
-        if before < 0x80 {
-            return at < 0x80 && is_cut(u32::from(before), u32::from(at));
+    (from.max(1)..end).find(|&k| is_cut_utf8(b, k))
+}
+
+/// [`is_cut`] at byte `k` of UTF-8 `b`: ASCII pairs as they are, and a 3-byte character
+/// followed by U+3000-3011 (`E3 80 xx`) decoded.
+fn is_cut_utf8(bytes: &[u8], at: usize) -> bool {
+    let (Some(&prev), Some(&next)) = (at.checked_sub(1).and_then(|i| bytes.get(i)), bytes.get(at))
+    else {
+        return false;
+    };
+    if prev < 0x80 {
+        return next < 0x80 && is_cut(u32::from(prev), u32::from(next));
+    }
+    if next != 0xE3 || at < 3 || bytes.get(at + 1) != Some(&0x80) {
+        return false;
+    }
+    let decode3 = |s: &[u8]| match *s {
+        [lead, mid, last] if lead & 0xF0 == 0xE0 && mid & 0xC0 == 0x80 && last & 0xC0 == 0x80 => {
+            Some(
+                (u32::from(lead & 0x0F) << 12)
+                    | (u32::from(mid & 0x3F) << 6)
+                    | u32::from(last & 0x3F),
+            )
         }
-        if at != 0xE3 || k < 3 || b.get(k + 1) != Some(&0x80) {
-            return false;
-        }
-        let three = |s: &[u8]| match *s {
-            [x, y, z] if x & 0xF0 == 0xE0 && y & 0xC0 == 0x80 && z & 0xC0 == 0x80 => {
-                Some((u32::from(x & 0x0F) << 12) | (u32::from(y & 0x3F) << 6) | u32::from(z & 0x3F))
-            }
-            _ => None,
-        };
-        match (three(&b[k - 3..k]), b.get(k..k + 3).and_then(three)) {
-            (Some(prev), Some(next)) => is_cut(prev, next),
-            _ => false,
-        }
-    })
+        _ => None,
+    };
+    match (
+        decode3(&bytes[at - 3..at]),
+        bytes.get(at..at + 3).and_then(decode3),
+    ) {
+        (Some(a), Some(b)) => is_cut(a, b),
+        _ => false,
+    }
 }
 
 /// Whether a piece starts between the characters `a` and `b` in every dialect, whatever
@@ -273,37 +280,13 @@ fn feed_units<U: Unit>(units: &[U], est: &mut Estimator) -> Result<(), Surrogate
     Ok(())
 }
 
-/// A cut position in the second half of `b` (valid UTF-8) where a new piece starts in every
-/// dialect; see the module docs. Always in `1..=b.len()` (for a non-empty `b` of whole
-/// characters), on a character boundary.
+/// The last position in the second half of `b` (valid UTF-8) where a new piece starts in
+/// every dialect ([`is_cut`]), or the end of `b` when there is none (see the module docs).
 fn safe_cut(b: &[u8]) -> usize {
-    let lo = b.len() / 2;
-    let window = &b[lo..];
-    // 1. `\n` followed by ASCII non-whitespace.
-    if let Some(k) = window
-        .windows(2)
-        .rposition(|w| w[0] == b'\n' && w[1] < 0x80 && !w[1].is_ascii_whitespace() && w[1] != b'/')
-    {
-        return lo + k + 1;
-    }
-    // 2. A space after an ASCII letter or digit.
-    if let Some(k) = window
-        .windows(2)
-        .rposition(|w| w[1] == b' ' && w[0].is_ascii_alphanumeric())
-    {
-        return lo + k + 1;
-    }
-    // 3. U+3000-3002 or U+3008-3011 (E3 80 xx) after a CJK ideograph U+4E00..U+9FFF
-    //    (E4..E9 xx xx) or a kana U+3040..U+30FF (E3 81..83 xx).
-    if let Some(k) = window.windows(6).rposition(|w| {
-        let letter =
-            (0xE4..=0xE9).contains(&w[0]) || (w[0] == 0xE3 && (0x81..=0x83).contains(&w[1]));
-        letter && w[3] == 0xE3 && w[4] == 0x80 && matches!(w[5], 0x80..=0x82 | 0x88..=0x91)
-    }) {
-        return lo + k + 3;
-    }
-    // The buffer holds whole characters: its end is a character boundary.
-    b.len()
+    (b.len() / 2..b.len())
+        .rev()
+        .find(|&k| is_cut_utf8(b, k))
+        .unwrap_or(b.len())
 }
 
 #[cfg(test)]
