@@ -123,6 +123,49 @@ def test_compaction_falls_back_to_scaled_cold() -> None:
     ).anchored
 
 
+def test_edits_in_place_do_not_anchor_on_a_stale_report() -> None:
+    tracker = CalibrationTracker("gpt-4o")
+    history = text_chat(2)
+    tracker.observe(history, 500)
+    history[0]["content"] = "a file inlined into the first message " * 200  # same dict, edited
+    history.append({"role": "user", "content": "and now?"})
+    assert not tracker.estimate(history).anchored
+
+    tools = [{"type": "function", "function": {"name": "ls", "description": "List files."}}]
+    history = text_chat(2)
+    tracker.observe(history, 500, tools=tools)
+    tools.append({"type": "function", "function": {"name": "docs", "description": "Docs. " * 300}})
+    assert not tracker.estimate(history, tools=tools).anchored
+
+    system = [{"type": "text", "text": "Be terse."}]
+    claude = CalibrationTracker("claude-sonnet-4-5")
+    history = [{"role": "user", "content": "hi"}]
+    claude.observe(history, 20, system=system)
+    system.append({"type": "text", "text": "Repository map: " + "src/a.py " * 500})
+    assert not claude.estimate(history, system=system).anchored
+
+
+def test_invalidate_after_a_nested_edit() -> None:
+    tracker = CalibrationTracker("gpt-4o")
+    history: list[dict[str, Any]] = [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]
+    tracker.observe(history, 50)
+    history[0]["content"].append({"type": "text", "text": "pasted log line\n" * 300})
+    history.append({"role": "assistant", "content": "ok"})
+    assert tracker.estimate(history).anchored  # a nested in-place edit is not seen...
+    tracker.invalidate(history[0])
+    est = tracker.estimate(history)  # ...until invalidated: the count changed, so no anchor
+    assert not est.anchored
+    assert est.raw == estimate_request(history, model="gpt-4o")
+    assert tracker.state().observations == 1  # what was learned stays
+
+
+def test_estimators_are_kept_for_as_many_conversations_as_anchors() -> None:
+    tracker = CalibrationTracker("gpt-4o", max_conversations=3)
+    for key in range(20):
+        tracker.estimate(text_chat(1), conversation=key)
+    assert len(tracker._estimators) == 3
+
+
 def test_equal_but_rebuilt_dicts_still_anchor() -> None:
     tracker = CalibrationTracker("gpt-4o")
     history = text_chat(2)

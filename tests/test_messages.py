@@ -221,6 +221,40 @@ def test_detect_ambiguous_uses_default() -> None:
     assert detect_format(plain, default="anthropic") == "anthropic"
 
 
+def test_detect_instructions_rule_out_anthropic_and_gemini() -> None:
+    # A system message exists in Chat Completions (and Responses) only: OpenAI-compatible
+    # endpoints for Claude or Gemini models take such lists, whatever the default says.
+    chat = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}]
+    for default in ("anthropic", "gemini", "openai_chat"):
+        assert detect_format(chat, default=default) == "openai_chat"
+    assert detect_format(chat, default="openai_responses") == "openai_responses"
+    plain = [{"role": "user", "content": "hi"}]
+    assert detect_format(plain, default="gemini") == "openai_chat"  # a dict without parts
+
+
+CALL = {
+    "role": "assistant",
+    "content": None,
+    "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}],
+}
+RESULT = {"role": "tool", "tool_call_id": "c1", "content": "ok"}
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}},
+        {"type": "refusal", "refusal": "I can't."},
+        {"type": "text", "text": "cached", "cache_control": {"type": "ephemeral"}},
+    ],
+    ids=["input_audio", "refusal", "text-with-cache_control"],
+)
+def test_detect_parts_several_formats_share_do_not_decide(first: dict[str, Any]) -> None:
+    msgs = [{"role": "user", "content": [first]}, CALL, RESULT]
+    assert detect_format(msgs) == "openai_chat"
+    assert validate_messages(msgs) == "openai_chat"
+
+
 def test_detect_genai_objects() -> None:
     types = pytest.importorskip("google.genai.types")
     contents = [types.Content(role="user", parts=[types.Part(text="hi")])]

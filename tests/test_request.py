@@ -322,6 +322,72 @@ def test_replaced_content_is_noticed_nested_mutation_needs_invalidate() -> None:
     assert est.estimate(parts).total == estimate_request(parts, model="gpt-4o").total
 
 
+def test_failed_estimate_leaves_the_estimator_as_it_was() -> None:
+    est = RequestEstimator("gpt-4o")
+    history = text_chat(4)
+    est.estimate(history)
+    bad = {"role": "robot", "content": "x"}
+    with pytest.raises(MessageFormatError, match="unknown role"):
+        est.estimate([*history, {"role": "user", "content": "next"}, bad])
+    assert est.estimate(history) == estimate_request(history, model="gpt-4o")
+    longer = [*history, {"role": "user", "content": "again"}]
+    assert est.estimate(longer) == estimate_request(longer, model="gpt-4o")
+
+
+@pytest.mark.parametrize("model", ["claude-sonnet-4-5", "gemini-2.5-pro"])
+def test_chat_lists_for_claude_and_gemini_models_read_as_chat(model: str) -> None:
+    chat = [{"role": "system", "content": "Be terse."}, {"role": "user", "content": "hi"}]
+    est = estimate_request(chat, model=model)
+    assert est.format == "openai_chat"
+    assert est.components.system > 0
+
+
+def test_tools_and_system_edited_in_the_same_list_are_noticed() -> None:
+    def tool(name: str, description: str) -> dict[str, Any]:
+        return {"type": "function", "function": {"name": name, "description": description}}
+
+    history = text_chat(1)
+    tools = [tool("search", "Search."), tool("ls", "List.")]
+    est = RequestEstimator("gpt-4o")
+    est.estimate(history, tools=tools)
+    tools.pop()
+    tools.append(tool("big", "Describe. " * 400))
+    assert est.estimate(history, tools=tools) == estimate_request(
+        history, tools=copy.deepcopy(tools), model="gpt-4o"
+    )
+    tools[0]["function"]["description"] = "Search the web. " * 300
+    assert est.estimate(history, tools=tools) == estimate_request(
+        history, tools=copy.deepcopy(tools), model="gpt-4o"
+    )
+
+    claude = RequestEstimator("claude-sonnet-4-5")
+    system = [{"type": "text", "text": "You are terse."}]
+    claude.estimate(history, system=system)
+    system.append({"type": "text", "text": "Project notes: " + "lorem ipsum " * 200})
+    assert claude.estimate(history, system=system) == estimate_request(
+        history, system=copy.deepcopy(system), model="claude-sonnet-4-5"
+    )
+
+
+def test_invalidate_reaches_estimators_sharing_counts() -> None:
+    history = [
+        {"role": "user", "content": [{"type": "text", "text": "hello"}]},
+        {"role": "assistant", "content": "hi"},
+    ]
+    full, view = RequestEstimator("gpt-4o"), RequestEstimator("gpt-4o")
+    view.share_counts(full)
+    full.estimate(history)
+    view.estimate(history)
+    history[0]["content"].append({"type": "text", "text": "lorem ipsum " * 50})
+    full.invalidate(history[0])
+    fresh = estimate_request(copy.deepcopy(history), model="gpt-4o")
+    assert full.estimate(history) == fresh
+    assert view.estimate(history) == fresh
+    history[0]["content"].append({"type": "text", "text": "more " * 50})
+    view.invalidate()
+    assert full.estimate(history) == estimate_request(copy.deepcopy(history), model="gpt-4o")
+
+
 def test_removed_messages_recount_from_cache() -> None:
     est = RequestEstimator("gpt-4o")
     history = text_chat(10)

@@ -140,6 +140,8 @@ class _Anchor:
     per_message: tuple[int, ...]
     system: Any
     tools: Any
+    system_tokens: int
+    tools_tokens: int
 
 
 def _weighted_median(samples: Sequence[tuple[float, float]]) -> float:
@@ -197,7 +199,7 @@ class CalibrationTracker:
         self._delta: deque[tuple[float, float]] = deque(maxlen=window)
         self._cold: deque[tuple[float, float]] = deque(maxlen=window)
         self._anchors: OrderedDict[Hashable, _Anchor] = OrderedDict()
-        self._estimators: dict[Hashable, RequestEstimator] = {}
+        self._estimators: OrderedDict[Hashable, RequestEstimator] = OrderedDict()
         self._max_conversations = max_conversations
         self._observations = 0
         self._last_reported: int | None = None
@@ -241,6 +243,15 @@ class CalibrationTracker:
                 last_reported=self._last_reported,
             )
 
+    def invalidate(self, message: Any = None, *, conversation: Hashable = None) -> None:
+        """Forget cached counts of one message (or all) of a conversation, after editing it in
+        place (see :meth:`~ctxbudget.request.RequestEstimator.invalidate`). What was learned
+        stays; the anchor is used again only if the history still counts what it did."""
+        with self._lock:
+            est = self._estimators.get(conversation)
+            if est is not None:
+                est.invalidate(message)
+
     def reset(self) -> None:
         """Forget everything learned."""
         with self._lock:
@@ -258,6 +269,10 @@ class CalibrationTracker:
         if est is None:
             est = RequestEstimator(self.model, **self._estimator_args)
             self._estimators[conversation] = est
+            while len(self._estimators) > self._max_conversations:
+                old, _ = self._estimators.popitem(last=False)
+                self._anchors.pop(old, None)
+        self._estimators.move_to_end(conversation)
         return est
 
     def _raw(
@@ -273,9 +288,23 @@ class CalibrationTracker:
         )
 
     @staticmethod
-    def _extends(anchor: _Anchor, msgs: list[Any], system: Any, tools: Any) -> bool:
+    def _extends(
+        anchor: _Anchor, msgs: list[Any], system: Any, tools: Any, raw: RequestEstimate
+    ) -> bool:
+        """Whether the request ``raw`` estimates is the anchored one with messages appended.
+
+        The same message objects, system prompt and tools, which still count what they
+        counted then: a message, system prompt or tools list edited in place since shows in
+        its count (see :class:`~ctxbudget.request.RequestEstimator` for what it notices).
+        """
         k = len(anchor.messages)
         if len(msgs) < k or msgs[:k] != anchor.messages:
+            return False
+        if raw.per_message[:k] != anchor.per_message:
+            return False
+        if raw.components.system != anchor.system_tokens:
+            return False
+        if raw.components.tools != anchor.tools_tokens:
             return False
         return (system is anchor.system or system == anchor.system) and (
             tools is anchor.tools or tools == anchor.tools
@@ -305,7 +334,7 @@ class CalibrationTracker:
         with self._lock:
             raw = self._raw(conversation, msgs, system, tools, max_tokens)
             anchor = self._anchors.get(conversation)
-            if anchor is not None and self._extends(anchor, msgs, system, tools):
+            if anchor is not None and self._extends(anchor, msgs, system, tools, raw):
                 added_raw = sum(raw.per_message[len(anchor.messages) :])
                 factor = self.delta_factor
                 added = round(added_raw * factor)
@@ -344,14 +373,22 @@ class CalibrationTracker:
         with self._lock:
             raw = self._raw(conversation, msgs, system, tools, None)
             anchor = self._anchors.get(conversation)
-            if anchor is not None and self._extends(anchor, msgs, system, tools):
+            if anchor is not None and self._extends(anchor, msgs, system, tools, raw):
                 added = sum(raw.per_message[len(anchor.messages) :])
                 delta = reported - anchor.reported
                 if added >= self.min_delta and delta > 0:
                     self._delta.append((delta / added, float(added)))
             if raw.total > 0:
                 self._cold.append((reported / raw.total, float(raw.total)))
-            self._anchors[conversation] = _Anchor(msgs, reported, raw.per_message, system, tools)
+            self._anchors[conversation] = _Anchor(
+                msgs,
+                reported,
+                raw.per_message,
+                system,
+                tools,
+                raw.components.system,
+                raw.components.tools,
+            )
             self._anchors.move_to_end(conversation)
             while len(self._anchors) > self._max_conversations:
                 old, _ = self._anchors.popitem(last=False)

@@ -43,7 +43,7 @@ from typing import Any, cast
 
 from ctxbudget.formats.anthropic import _anth_block, _read_anthropic, _write_anthropic
 from ctxbudget.formats.common import _genai_to_dict, _is_genai_object, _Reader, _Writer
-from ctxbudget.formats.detect import _vote
+from ctxbudget.formats.detect import fitting_formats, pick_format
 from ctxbudget.formats.gemini import _gemini_ids, _read_gemini, _write_gemini
 from ctxbudget.formats.langchain import _langchain
 from ctxbudget.formats.model import (
@@ -91,12 +91,14 @@ _READERS = {
 def detect_format(messages: Sequence[Any], *, default: str = "openai_chat") -> str:
     """Tell which wire format a message list is in.
 
-    The first message that only one format accepts decides. A list that several formats
-    accept alike (plain ``{"role", "content": str}`` messages) gets ``default``.
+    The answer is a format that every message fits. A list that several formats fit alike
+    (plain ``{"role", "content": str}`` messages) gets ``default`` when it is one of them,
+    else the first that fits of Chat Completions, Anthropic, Responses and Gemini: a list
+    with a ``system`` message is never read as Anthropic or Gemini, whatever the default.
 
     Args:
         messages: The caller's messages (dicts or google-genai ``Content`` objects).
-        default: The answer when nothing decides.
+        default: The answer when several formats fit (or the list is empty).
 
     Returns:
         ``"openai_chat"``, ``"openai_responses"``, ``"anthropic"`` or ``"gemini"``.
@@ -105,13 +107,11 @@ def detect_format(messages: Sequence[Any], *, default: str = "openai_chat") -> s
     'gemini'
     >>> detect_format([{"type": "function_call_output", "call_id": "c1", "output": "ok"}])
     'openai_responses'
+    >>> detect_format([{"role": "system", "content": "Be brief."}], default="anthropic")
+    'openai_chat'
     """
     _check_list(messages, None)
-    for message in messages:
-        vote = _vote(message)
-        if vote is not None:
-            return vote
-    return default
+    return pick_format(fitting_formats(messages), default)
 
 
 def _check_list(messages: object, fmt: str | None) -> None:

@@ -58,6 +58,7 @@ from typing import Any, Literal
 
 from ctxbudget.budget import ContextWindowBudget
 from ctxbudget.events import ContextEvent, EventCallback, check_reason, emit
+from ctxbudget.formats.detect import decided_format
 from ctxbudget.messages import FORMATS, MessageFormatError, detect_format
 from ctxbudget.request import RequestEstimate, RequestEstimator
 from ctxbudget.stubs import (
@@ -298,10 +299,11 @@ class Pruner:
     def _scanners(self, msgs: list[Any]) -> tuple[str, ScanCache, ScanCache]:
         fmt = self.format
         if fmt is None:
-            fmt = detect_format(msgs)
-            if detect_format(msgs, default="") == "":  # not decisive yet: do not lock it in
+            decided = decided_format(msgs)
+            if decided is None:  # not decisive yet: do not lock it in
+                fmt = detect_format(msgs)
                 return fmt, ScanCache(fmt), ScanCache(fmt)
-            self.format = fmt
+            fmt = self.format = decided
         if self._scan is None or self._view_scan is None:
             self._scan = ScanCache(fmt)
             self._view_scan = ScanCache(fmt)

@@ -30,6 +30,7 @@ from __future__ import annotations
 import base64
 import json
 import math
+import operator
 import re
 import struct
 import threading
@@ -40,11 +41,11 @@ from itertools import repeat
 from typing import Any
 
 from ctxbudget.counting import Accuracy, encoding_for_model
+from ctxbudget.formats.detect import fitting_formats, pick_format
 from ctxbudget.messages import (
     Message,
     MessageFormatError,
     Part,
-    detect_format,
     normalize_messages,
     normalize_tools,
 )
@@ -573,8 +574,27 @@ def _count_message(message: Message, count: Counter, rule: str) -> _Counted:
     )
 
 
-def _tools_key(tools: Sequence[Any] | None) -> tuple[int, ...]:
-    return tuple(map(id, tools)) if tools else ()
+def _content_refs(value: Any) -> tuple[Any, ...]:
+    """The objects a system prompt or tools list is made of, two mappings deep: the list, each
+    entry, each entry's values and their values (a tool's ``function`` and its ``name``,
+    ``description``, ``parameters``; a block's ``text``). Compared by identity with
+    :func:`_same_refs`, they show an entry added, removed or replaced, or a field of one
+    replaced, even in the same list; holding them keeps their identities unique."""
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        return (value,)
+    out: list[Any] = [value]
+    for item in value:
+        out.append(item)
+        if isinstance(item, Mapping):
+            for v in item.values():
+                out.append(v)
+                if isinstance(v, Mapping):
+                    out.extend(v.values())
+    return tuple(out)
+
+
+def _same_refs(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    return len(a) == len(b) and all(map(operator.is_, a, b))
 
 
 class RequestEstimator:
@@ -588,7 +608,10 @@ class RequestEstimator:
     or list is noticed. Mutating a nested list or dict in place (``message["content"].append
     (...)``, editing one tool call's arguments inside the same ``tool_calls`` list) is not:
     call :meth:`invalidate` after such an edit (or pass a new message object, as the rest of
-    ctxbudget does: it never mutates a caller's messages).
+    ctxbudget does: it never mutates a caller's messages). The system prompt and the tools are
+    checked two mappings deep: a tool or block added, removed or replaced in the same list, or
+    a tool's ``description`` or ``parameters`` replaced, is noticed; an edit deeper inside
+    ``parameters`` needs :meth:`invalidate` too.
 
     Thread-safe: one estimator may be shared by several threads (calls are serialised).
 
@@ -630,6 +653,9 @@ class RequestEstimator:
         if counter is not None:
             self._counter_fn, self._exact_text = _as_counter(counter)
         self._lock = threading.RLock()
+        # Per-message counts and the count of invalidations, shared by share_counts().
+        self._by_id: dict[int, tuple[Any, tuple[Any, ...], _Weighed]] = {}
+        self._edits = [0]
         self._reset()
 
     def _reset(self) -> None:
@@ -638,22 +664,25 @@ class RequestEstimator:
         self._acc: tuple[float, ...] = (0.0, 0.0, 0.0, 0.0, 1.0)
         self._per_message: list[int] = []
         self._weighed: list[_Weighed] = []
-        self._by_id: dict[int, tuple[Any, tuple[Any, ...], _Weighed]] = {}
-        self._tools_key: tuple[int, ...] = ()
-        self._tools_ref: Any = None
+        self._seen_edits = self._edits[0]
+        self._tools_key: tuple[Any, ...] = (None,)
         self._tools_val: tuple[float, bool] = (0.0, True)
-        self._system_ref: Any = None
+        self._system_key: tuple[Any, ...] = (None,)
         self._system_val: tuple[int, bool] = (0, True)
 
     def invalidate(self, message: Any = None) -> None:
-        """Forget cached counts: of one message, or of everything when ``message`` is None."""
+        """Forget cached counts: of one message, or of everything when ``message`` is None.
+
+        Estimators sharing counts (:meth:`share_counts`) forget them too.
+        """
         with self._lock:
             if message is None:
+                self._by_id.clear()
+            else:
+                self._by_id.pop(id(message), None)
+            self._edits[0] += 1  # every sharing estimator re-sums from the per-message cache
+            if message is None:
                 self._reset()
-                return
-            self._by_id.pop(id(message), None)
-            if any(m is message for m in self._msgs):
-                self._msgs = []  # the next estimate re-sums from the per-message cache
 
     # -- counting helpers
 
@@ -718,10 +747,13 @@ class RequestEstimator:
             self.format = "openai_chat"
         fmt = self.format
         if fmt is None:
-            fmt = detect_format(msgs, default=_native_format(self.profile.name))
-            if msgs and detect_format(msgs, default="") != "":  # decisive: keep it
+            fits = fitting_formats(msgs)
+            fmt = pick_format(fits, _native_format(self.profile.name))
+            if len(fits) == 1:  # decisive: keep it
                 self.format = fmt
         keys = _FAST_KEYS[fmt]
+        if self._seen_edits != self._edits[0]:  # a message was invalidated: re-sum
+            self._msgs, self._seen_edits = [], self._edits[0]
         k = unchanged_prefix(msgs, self._msgs, self._refs, keys)
         if k:  # unchanged prefix: start from its running sums
             acc = list(self._acc)
@@ -740,18 +772,25 @@ class RequestEstimator:
         rule = (
             _FORMAT_IMAGE_RULE[fmt] if self.profile.name == "default" else self.profile.image_rule
         )
-        for i, m in enumerate(new, start=k):
-            w = self._count_one(m, i, fmt, keys, count, rule)
-            weighed.append(w)
-            per_message.append(w[4])
-            if w[0]:
-                acc[0] += w[1]
-            else:
-                acc[1] += w[1] + w[3]
-                acc[2] += w[3]
-            acc[3] += w[2]
-            if not w[5]:
-                acc[4] = 0.0
+        kept = len(weighed)
+        try:
+            for i, m in enumerate(new, start=k):
+                w = self._count_one(m, i, fmt, keys, count, rule)
+                weighed.append(w)
+                per_message.append(w[4])
+                if w[0]:
+                    acc[0] += w[1]
+                else:
+                    acc[1] += w[1] + w[3]
+                    acc[2] += w[3]
+                acc[3] += w[2]
+                if not w[5]:
+                    acc[4] = 0.0
+        except BaseException:
+            # The lists are the saved prefix's own (appending saves copying them on every
+            # turn): a message that fails must leave them as they were.
+            del weighed[kept:], per_message[kept:]
+            raise
         self._msgs = msgs
         self._acc = tuple(acc)
         self._per_message = per_message
@@ -794,7 +833,8 @@ class RequestEstimator:
             or self._counter_source is not other._counter_source
         ):
             raise ValueError("share_counts needs estimators with the same profile and counter")
-        self._by_id = other._by_id
+        self._by_id, self._edits = other._by_id, other._edits
+        self._msgs = []
 
     def _fresh_refs(self, msgs: list[Any], keys: tuple[str, ...]) -> list[list[Any]]:
         if not _all_dicts(msgs):
@@ -837,7 +877,8 @@ class RequestEstimator:
     def _system_tokens(self, system: Any, fmt: str) -> tuple[int, bool]:
         if system is None:
             return 0, True
-        if system is self._system_ref:
+        key = _content_refs(system)
+        if _same_refs(key, self._system_key):
             return self._system_val
         count = self._count_fn()
         if isinstance(system, str):
@@ -848,14 +889,14 @@ class RequestEstimator:
             msg = _system_messages(system)[0]
             text, _, _, attach, exact = _count_parts(msg.parts, count, self.profile.image_rule)
             value = (text + attach, exact)
-        self._system_ref, self._system_val = system, value
+        self._system_key, self._system_val = key, value
         return value
 
     def _tools_tokens(self, tools: Sequence[Any] | None) -> tuple[float, bool]:
         if not tools:
             return 0.0, True
-        key = _tools_key(tools)
-        if tools is self._tools_ref and key == self._tools_key:
+        key = _content_refs(tools)
+        if _same_refs(key, self._tools_key):
             return self._tools_val
         p = self.profile
         count = self._count_fn()
@@ -878,7 +919,7 @@ class RequestEstimator:
                 )
             total += count(body) * p.args_factor + p.per_tool
         value = (total, False)
-        self._tools_ref, self._tools_key, self._tools_val = tools, key, value
+        self._tools_key, self._tools_val = key, value
         return value
 
 

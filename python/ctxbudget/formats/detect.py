@@ -1,46 +1,100 @@
-"""Telling a message's format from its shape, for :func:`ctxbudget.messages.detect_format`."""
+"""Telling a message list's format from its shape, for :func:`ctxbudget.messages.detect_format`.
+
+Each message narrows the set of formats that could hold it (a ``system`` role rules out
+Anthropic and Gemini, an ``input_text`` part everything but Responses, ...); the list's
+format is one that fits every message. Shapes several formats share (a ``text`` part, an
+``input_audio`` part, a plain ``{"role", "content"}`` message) narrow without deciding.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ctxbudget.formats.anthropic import _ANTH_BLOCK_TYPES
 from ctxbudget.formats.common import _is_genai_object
 from ctxbudget.formats.model import MessageFormat
-from ctxbudget.formats.openai_chat import _CHAT_PART_TYPES
-from ctxbudget.formats.openai_responses import _RESP_ITEM_TYPES, _RESP_PART_TYPES
+from ctxbudget.formats.openai_responses import _RESP_ITEM_TYPES
+
+_CHAT: MessageFormat = "openai_chat"
+_RESP: MessageFormat = "openai_responses"
+_ANTH: MessageFormat = "anthropic"
+_GEM: MessageFormat = "gemini"
+
+#: Every format: what a message that says nothing about its format fits.
+ANY_FORMAT: frozenset[MessageFormat] = frozenset({_CHAT, _RESP, _ANTH, _GEM})
+#: Which format to take when several fit every message and the caller's default is not one.
+_PRIORITY: tuple[MessageFormat, ...] = (_CHAT, _ANTH, _RESP, _GEM)
+
+#: Formats whose messages may hold a content part of each type (types not listed: any).
+_PART_FITS: dict[str, frozenset[MessageFormat]] = {
+    "text": frozenset({_CHAT, _ANTH}),
+    "image_url": frozenset({_CHAT}),
+    "file": frozenset({_CHAT}),
+    "input_audio": frozenset({_CHAT, _RESP}),
+    "refusal": frozenset({_CHAT, _RESP}),
+    "input_text": frozenset({_RESP}),
+    "output_text": frozenset({_RESP}),
+    "input_image": frozenset({_RESP}),
+    "input_file": frozenset({_RESP}),
+    **{t: frozenset({_ANTH}) for t in _ANTH_BLOCK_TYPES},
+}
+#: A dict message without ``parts``: not Gemini.
+_DICT_FITS = frozenset({_CHAT, _RESP, _ANTH})
+#: Roles of instructions inside the list: Chat Completions and Responses only.
+_INSTRUCTION_FITS = frozenset({_CHAT, _RESP})
 
 
-def _vote(message: object) -> MessageFormat | None:
-    """The format a single message proves, or ``None`` if it fits several."""
+def message_fits(message: object) -> frozenset[MessageFormat]:
+    """The formats that could hold ``message`` (all of them for what is not a message)."""
     if _is_genai_object(message):
-        return "gemini"
+        return frozenset({_GEM})
     if not isinstance(message, Mapping):
-        return None
-    if "parts" in message or message.get("role") == "model":
-        return "gemini"
-    kind = message.get("type")
-    if isinstance(kind, str) and kind != "message" and kind in _RESP_ITEM_TYPES:
-        return "openai_responses"
+        return ANY_FORMAT
     role = message.get("role")
-    if role == "tool" or "tool_calls" in message or "tool_call_id" in message:
-        return "openai_chat"
+    if "parts" in message or role == "model":
+        return frozenset({_GEM})
+    kind = message.get("type")
+    if isinstance(kind, str) and kind in _RESP_ITEM_TYPES:
+        return frozenset({_RESP})
+    if role in ("tool", "function") or "tool_calls" in message or "tool_call_id" in message:
+        return frozenset({_CHAT})
+    fits = _INSTRUCTION_FITS if role in ("system", "developer") else _DICT_FITS
     content = message.get("content")
     if isinstance(content, list):
         for block in content:
-            if not isinstance(block, Mapping):
-                continue
-            btype = block.get("type")
-            if not isinstance(btype, str):
-                continue
-            if btype in _ANTH_BLOCK_TYPES:
-                return "anthropic"
-            if btype in _RESP_PART_TYPES:
-                return "openai_responses"
-            if btype in _CHAT_PART_TYPES and btype != "text":
-                return "openai_chat"
-            if btype == "text" and "cache_control" in block:
-                return "anthropic"
-    if kind == "message":
-        return "openai_responses"
-    return None
+            btype = block.get("type") if isinstance(block, Mapping) else None
+            if isinstance(btype, str):
+                fits = fits & _PART_FITS.get(btype, fits) or fits
+    return fits
+
+
+def fitting_formats(messages: Sequence[Any]) -> frozenset[MessageFormat]:
+    """The formats every message of ``messages`` fits.
+
+    A message that fits none of the formats the earlier ones left does not narrow them
+    further: validation in that format then names it.
+    """
+    fits = ANY_FORMAT
+    for message in messages:
+        fits = fits & message_fits(message) or fits
+        if len(fits) == 1:
+            break
+    return fits
+
+
+def decided_format(messages: Sequence[Any]) -> MessageFormat | None:
+    """The format of ``messages`` when exactly one fits them all, else ``None``."""
+    fits = fitting_formats(messages)
+    return next(iter(fits)) if len(fits) == 1 else None
+
+
+def pick_format(fits: frozenset[MessageFormat], default: str) -> str:
+    """The format to read a list with, given the formats it fits: the only one, else
+    ``default`` when it fits (or nothing narrowed the choice), else the first of Chat
+    Completions, Anthropic, Responses, Gemini that fits."""
+    if len(fits) == 1:
+        return next(iter(fits))
+    if default in fits or fits == ANY_FORMAT:
+        return default
+    return next(f for f in _PRIORITY if f in fits)
