@@ -91,18 +91,21 @@ def make_estimate(system: int, tools: int, conversation: int, framing: int = 0) 
 
 
 @pytest.mark.parametrize(
-    ("system", "tools", "conversation", "component"),
+    ("system", "tools", "conversation", "framing", "component"),
     [
-        (101_000, 0, 5_000, "system"),
-        (10_000, 95_000, 5_000, "tools"),
-        (10_000, 10_000, 85_000, "conversation"),
+        (101_000, 0, 5_000, 0, "system"),
+        (10_000, 95_000, 5_000, 0, "tools"),
+        (10_000, 10_000, 85_000, 0, "conversation"),
+        # The framing tips the fixed parts over: the conversation is not at fault.
+        (99_995, 0, 0, 9, "system"),
+        (50_000, 49_995, 0, 9, "tools"),
     ],
 )
 def test_violation_names_component(
-    system: int, tools: int, conversation: int, component: str
+    system: int, tools: int, conversation: int, framing: int, component: str
 ) -> None:
     budget = ContextWindowBudget(128_000, 8_000)  # reserve 28k, 100k available
-    violation = budget.check(make_estimate(system, tools, conversation))
+    violation = budget.check(make_estimate(system, tools, conversation, framing))
     assert violation is not None
     assert violation.component == component
     assert (violation.system, violation.tools, violation.conversation) == (
@@ -187,6 +190,11 @@ def test_invalid_budget(bad: dict[str, object]) -> None:
         ("meta-llama/llama-3.3-70b-instruct", 131_072, "llama"),
         ("Qwen/Qwen3-Coder-480B-A35B-Instruct", 262_144, "qwen"),
         ("mistral-large-latest", 131_072, "mistral"),
+        # Dated GPT-4 previews are 128k models, not the 8k gpt-4 their prefix matches.
+        ("gpt-4-1106-preview", 128_000, "openai"),
+        ("gpt-4-0125-preview", 128_000, "openai"),
+        ("gpt-4.5-preview-2025-02-27", 128_000, "openai"),
+        ("o1-preview-2024-09-12", 128_000, "openai"),
     ],
 )
 def test_registry_lookup(name: str, window: int, family: str) -> None:

@@ -388,6 +388,47 @@ def test_invalidate_reaches_estimators_sharing_counts() -> None:
     assert full.estimate(history) == estimate_request(copy.deepcopy(history), model="gpt-4o")
 
 
+def test_legacy_function_calls_are_counted() -> None:
+    def call(arguments: str) -> list[dict[str, Any]]:
+        return [
+            {"role": "user", "content": "weather?"},
+            {
+                "role": "assistant",
+                "content": None,
+                "function_call": {"name": "get_weather", "arguments": arguments},
+            },
+            {"role": "function", "name": "get_weather", "content": "sunny"},
+        ]
+
+    small, large = call("{}"), call(json.dumps({"city": "Lisbon " * 500}))
+    grown = (
+        estimate_request(large, model="gpt-4o").total
+        - estimate_request(small, model="gpt-4o").total
+    )
+    assert grown == estimate_tokens(large[1]["function_call"]["arguments"]) - estimate_tokens("{}")
+    parts = copy.deepcopy(large)  # the same, read through the normalized path
+    parts[0]["content"] = [{"type": "text", "text": "weather?"}]
+    parts[1]["content"] = [{"type": "text", "text": ""}]
+    slow = estimate_request(parts, model="gpt-4o")
+    assert (
+        slow.components.conversation
+        >= estimate_request(large, model="gpt-4o").components.conversation
+    )
+
+
+def test_tool_call_without_id_is_rejected_like_the_validator_does() -> None:
+    msgs = [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": "{}"}}],
+        }
+    ]
+    with pytest.raises(MessageFormatError) as caught:
+        estimate_request(msgs, model="gpt-4o")
+    assert (caught.value.index, caught.value.field) == (0, "tool_calls[0].id")
+
+
 def test_removed_messages_recount_from_cache() -> None:
     est = RequestEstimator("gpt-4o")
     history = text_chat(10)
@@ -525,5 +566,7 @@ def test_large_cold_estimate_reports_errors_in_message_order() -> None:
     with pytest.raises(MessageFormatError) as caught:
         estimate_request(msgs, model="gpt-4o")
     assert caught.value.index == 1
-    with pytest.raises(UnicodeEncodeError):
+    with pytest.raises(MessageFormatError) as caught:
         estimate_request([msgs[0], msgs[2]], model="gpt-4o")
+    assert (caught.value.index, caught.value.field) == (1, "content")
+    assert isinstance(caught.value.__cause__, UnicodeEncodeError)

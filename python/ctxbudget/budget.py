@@ -264,6 +264,8 @@ class ContextWindowBudget:
             component = "system"
         elif system + tools > available:
             component = "tools"
+        elif total - conversation > available:  # the framing tips system and tools over
+            component = "tools" if tools else "system"
         else:
             component = "conversation"
         return BudgetViolation(

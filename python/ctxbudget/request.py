@@ -213,7 +213,9 @@ def _as_counter(counter: Any) -> tuple[Counter, bool]:
 
 # --------------------------------------------------------------------------- media rules
 
-#: Cost of an image whose size is unknown, per rule: the largest an image can cost.
+#: Cost of an image whose size is unknown, per rule: the largest an image can cost for OpenAI
+#: and Anthropic; for Gemini, an image at Gemini 3's default (high) media resolution, which
+#: Gemini 2.x tiling exceeds only for images over 1536 pixels a side.
 UNKNOWN_IMAGE_TOKENS = {"openai": 1_445, "anthropic": 1_600, "gemini": 1_120}
 #: Tokens per document page, per rule (OpenAI and Anthropic send text + a page image).
 DOCUMENT_PAGE_TOKENS = {"openai": 1_500, "anthropic": 3_000, "gemini": 560}
@@ -231,7 +233,8 @@ def image_tokens(
     - ``anthropic``: long edge at most 1568, then ``w*h/750``, at most 1600.
     - ``gemini``: 258 when both sides are at most 384, else 258 per 768x768 tile.
 
-    An unknown size costs :data:`UNKNOWN_IMAGE_TOKENS` (the most an image can cost).
+    An unknown size costs :data:`UNKNOWN_IMAGE_TOKENS` (the most an image can cost, except
+    Gemini 2.x images over 1536 pixels a side).
 
     >>> image_tokens(1024, 1024, "openai"), image_tokens(1000, 750, "anthropic")
     (765, 1000)
@@ -433,13 +436,32 @@ _FAST_KEYS: dict[str, tuple[str, ...]] = {
 }
 
 
+#: Chat Completions roles (``function``: the result of a legacy ``function_call``).
+_CHAT_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+
+
+def _call_fields(call: Any, index: int, path: str) -> tuple[str, str]:
+    """Arguments and name of a Chat Completions call ``{"function": {"name", "arguments"}}``."""
+    try:
+        fn = call["function"]
+        a, name = fn["arguments"], fn["name"]
+        if type(a) is not str or type(name) is not str:
+            raise TypeError
+    except (TypeError, KeyError):
+        field = f"{path}.function" if path else "function_call"
+        raise MessageFormatError(
+            "expected {'name': str, 'arguments': str}", index, field, "openai_chat"
+        ) from None
+    return a, name
+
+
 def _count_chat_fast(m: Any, index: int, count: Counter, rule: str) -> _Counted | None:
     """Chat Completions dict with string content: count without building the view."""
     if type(m) is not dict:
         return None
     content = m.get("content")
     role = m.get("role")
-    if role not in ("system", "developer", "user", "assistant", "tool"):
+    if role not in _CHAT_ROLES:
         raise MessageFormatError(f"unknown role {role!r}", index, "role", "openai_chat")
     if content is None:
         text = 0
@@ -461,20 +483,18 @@ def _count_chat_fast(m: Any, index: int, count: Counter, rule: str) -> _Counted 
             if type(tool_calls) is not list:
                 raise MessageFormatError("expected a list", index, "tool_calls", "openai_chat")
             for j, call in enumerate(tool_calls):
-                try:
-                    fn = call["function"]
-                    a, name = fn["arguments"], fn["name"]
-                    if type(a) is not str or type(name) is not str:
-                        raise TypeError
-                except (TypeError, KeyError):
+                a, name = _call_fields(call, index, f"tool_calls[{j}]")
+                if type(call.get("id")) is not str:
                     raise MessageFormatError(
-                        "expected {'function': {'name': str, 'arguments': str}}",
-                        index,
-                        f"tool_calls[{j}].function",
-                        "openai_chat",
-                    ) from None
+                        "missing or not a string", index, f"tool_calls[{j}].id", "openai_chat"
+                    )
                 args += count(a) + count(name)
             calls = len(tool_calls)
+        legacy = m.get("function_call")  # the call field before tool_calls
+        if legacy:
+            a, name = _call_fields({"function": legacy}, index, "")
+            args += count(a) + count(name)
+            calls += 1
     elif role == "tool" and type(m.get("tool_call_id")) is not str:
         raise MessageFormatError("missing or not a string", index, "tool_call_id", "openai_chat")
     return (role in ("system", "developer"), text, args, calls, "name" in m, 0, True)
@@ -563,6 +583,12 @@ def _count_parts(
 
 def _count_message(message: Message, count: Counter, rule: str) -> _Counted:
     text, args, calls, attach, exact = _count_parts(message.parts, count, rule)
+    legacy = message.extra.get("function_call") if message.provider == "openai_chat" else None
+    if isinstance(legacy, Mapping):  # the call field before tool_calls
+        calls += 1
+        for key in ("arguments", "name"):
+            value = legacy.get(key)
+            args += count(value) if isinstance(value, str) and value else 0
     return (
         message.role in ("system", "developer"),
         text,
@@ -572,6 +598,25 @@ def _count_message(message: Message, count: Counter, rule: str) -> _Counted:
         attach,
         exact,
     )
+
+
+def _surrogate_field(value: Any, path: str = "") -> str:
+    """Path of the first string in a message that has no UTF-8 form ("" when none is found)."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return path or "content"
+        return ""
+    if isinstance(value, Mapping):
+        items: Iterable[tuple[str, Any]] = (
+            (f"{path}.{k}" if path else str(k), v) for k, v in value.items()
+        )
+    elif isinstance(value, list | tuple):
+        items = ((f"{path}[{i}]", v) for i, v in enumerate(value))
+    else:
+        return ""
+    return next((f for p, v in items if (f := _surrogate_field(v, p))), "")
 
 
 def _content_refs(value: Any) -> tuple[Any, ...]:
@@ -699,10 +744,18 @@ class RequestEstimator:
         hit = self._by_id.get(key)
         if hit is not None and hit[0] is m and hit[1] == refs:
             return hit[2]
-        counted = _count_chat_fast(m, index, count, rule) if fmt == "openai_chat" else None
-        if counted is None:
-            (message,) = _normalize_one(m, index, fmt)
-            counted = _count_message(message, count, rule)
+        try:
+            counted = _count_chat_fast(m, index, count, rule) if fmt == "openai_chat" else None
+            if counted is None:
+                (message,) = _normalize_one(m, index, fmt)
+                counted = _count_message(message, count, rule)
+        except UnicodeEncodeError as e:
+            raise MessageFormatError(
+                f"text with a lone surrogate at position {e.start} (no UTF-8 form)",
+                index,
+                _surrogate_field(m),
+                fmt,
+            ) from e
         system, text, args, calls, named, attach, exact = counted
         p = self.profile
         body = text * p.text_factor + args * p.args_factor
