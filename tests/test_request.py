@@ -202,6 +202,58 @@ def test_genai_contents_and_langchain_messages() -> None:
     )
 
 
+def test_sdk_response_objects_appended_as_they_come() -> None:
+    """What the providers' docs append to a history: the SDK's own objects."""
+    chat = pytest.importorskip("openai.types.chat")
+    responses = pytest.importorskip("openai.types.responses")
+    anthropic_types = pytest.importorskip("anthropic.types")
+    function = {"name": "ls", "arguments": '{"path": "."}'}
+    call = {"id": "c1", "type": "function", "function": function}
+    as_dicts = [
+        {"role": "user", "content": "list"},
+        {"role": "assistant", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "a.py"},
+    ]
+    sdk = [as_dicts[0], chat.ChatCompletionMessage.model_validate(as_dicts[1]), as_dicts[2]]
+    assert estimate_request(sdk, model="gpt-4o") == estimate_request(as_dicts, model="gpt-4o")
+
+    blocks = [
+        {"type": "text", "text": "Let me look."},
+        {"type": "tool_use", "id": "t1", "name": "ls", "input": {"path": "."}},
+    ]
+    result = {"type": "tool_result", "tool_use_id": "t1", "content": "a.py"}
+    claude = [
+        {"role": "user", "content": "list"},
+        {"role": "assistant", "content": blocks},
+        {"role": "user", "content": [result]},
+    ]
+    sdk_blocks = [anthropic_types.TextBlock(**blocks[0]), anthropic_types.ToolUseBlock(**blocks[1])]
+    with_sdk = [claude[0], {"role": "assistant", "content": sdk_blocks}, claude[2]]
+    model = "claude-sonnet-4-5"
+    assert estimate_request(with_sdk, model=model) == estimate_request(claude, model=model)
+
+    items = [
+        {"role": "user", "content": "list"},
+        {"type": "function_call", "call_id": "c1", "name": "ls", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "a.py"},
+    ]
+    sdk_items = [items[0], responses.ResponseFunctionToolCall(**items[1]), items[2]]
+    assert estimate_request(sdk_items, model="gpt-4o") == estimate_request(items, model="gpt-4o")
+
+
+def test_langchain_thinking_blocks_and_mixed_lists() -> None:
+    lc = pytest.importorskip("langchain_core.messages")
+    thinking = {"type": "thinking", "thinking": "Let me list the files. " * 20, "signature": "x"}
+    reply = lc.AIMessage(content=[thinking, {"type": "text", "text": "Listing."}])
+    plain = lc.AIMessage(content=[{"type": "text", "text": "Listing."}])
+    with_thinking = estimate_request([lc.HumanMessage("list"), reply], model="claude-sonnet-4-5")
+    without = estimate_request([lc.HumanMessage("list"), plain], model="claude-sonnet-4-5")
+    assert with_thinking.total - without.total >= estimate_tokens(thinking["thinking"]) * 0.9
+    mixed = [{"role": "system", "content": "Be brief."}, lc.HumanMessage("hello there")]
+    as_dicts = [mixed[0], {"role": "user", "content": "hello there"}]
+    assert estimate_request(mixed, model="gpt-4o") == estimate_request(as_dicts, model="gpt-4o")
+
+
 def test_malformed_message_names_index_and_field() -> None:
     msgs = [
         *text_chat(1),

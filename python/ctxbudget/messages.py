@@ -322,7 +322,27 @@ def from_langchain(messages: Sequence[Any]) -> list[dict[str, Any]]:
     [{'role': 'user', 'content': 'hi'}]
     """
     lc = _langchain()
-    return cast(list[dict[str, Any]], lc.convert_to_openai_messages(list(messages)))
+    converted = cast(list[dict[str, Any]], lc.convert_to_openai_messages(list(messages)))
+    for m in converted:
+        _thinking_to_reasoning(m)
+    return converted
+
+
+def _thinking_to_reasoning(message: dict[str, Any]) -> None:
+    """Moves the Anthropic thinking blocks LangChain leaves in a converted assistant message's
+    content (Chat Completions has no such part) into its ``reasoning_content``; redacted
+    thinking carries no text and is dropped. ``message`` is a fresh dict of the conversion."""
+    content = message.get("content")
+    if not isinstance(content, list) or message.get("role") != "assistant":
+        return
+    kinds = ("thinking", "redacted_thinking")
+    thinking = [p for p in content if isinstance(p, Mapping) and p.get("type") in kinds]
+    if not thinking:
+        return
+    message["content"] = [p for p in content if not any(p is t for t in thinking)]
+    texts = [t["thinking"] for t in thinking if isinstance(t.get("thinking"), str)]
+    if texts:
+        message["reasoning_content"] = "\n".join(texts)
 
 
 def to_langchain(messages: Sequence[Any], format: str | None = None) -> list[Any]:

@@ -461,7 +461,7 @@ def _count_chat_fast(m: Any, index: int, count: Counter, rule: str) -> _Counted 
         return None
     content = m.get("content")
     role = m.get("role")
-    if role not in _CHAT_ROLES:
+    if type(role) is not str or role not in _CHAT_ROLES:
         raise MessageFormatError(f"unknown role {role!r}", index, "role", "openai_chat")
     if content is None:
         text = 0
@@ -793,7 +793,7 @@ class RequestEstimator:
                 self.format,
             )
         msgs = list(messages)
-        if msgs and _is_langchain_message(msgs[0]):
+        if msgs and (_is_langchain_message(msgs[0]) or _is_langchain_message(msgs[-1])):
             from ctxbudget.messages import from_langchain
 
             msgs = from_langchain(msgs)

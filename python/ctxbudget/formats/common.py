@@ -19,6 +19,20 @@ _SYNTH_ID = "ctxb_call_"
 # --------------------------------------------------------------------------- field access
 
 
+def as_mapping(obj: object) -> Mapping[str, Any] | None:
+    """``obj`` as a mapping: itself, or the fields of a pydantic model (the message and block
+    objects of the openai and anthropic SDKs, which their docs append to a history as they
+    come), unset fields left out; ``None`` for anything else."""
+    if isinstance(obj, Mapping):
+        return obj
+    dump = getattr(obj, "model_dump", None)
+    if callable(dump) and not isinstance(obj, type):
+        fields = dump(exclude_none=True)
+        if isinstance(fields, Mapping):
+            return fields
+    return None
+
+
 class _Reader:
     """Typed field access that fails with the message index and field path."""
 
@@ -32,9 +46,10 @@ class _Reader:
         return MessageFormatError(why, self.index, path, self.fmt)
 
     def mapping(self, obj: object, path: str) -> Mapping[str, Any]:
-        if not isinstance(obj, Mapping):
+        found = as_mapping(obj)
+        if found is None:
             raise self.fail(path or "message", f"expected an object, got {type(obj).__name__}")
-        return obj
+        return found
 
     def str_(self, obj: Mapping[str, Any], key: str, path: str, *, required: bool = True) -> Any:
         value = obj.get(key)

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ctxbudget.formats.anthropic import _ANTH_BLOCK_TYPES
-from ctxbudget.formats.common import _is_genai_object
+from ctxbudget.formats.common import _is_genai_object, as_mapping
 from ctxbudget.formats.model import MessageFormat
 from ctxbudget.formats.openai_responses import _RESP_ITEM_TYPES
 
@@ -49,7 +49,8 @@ def message_fits(message: object) -> frozenset[MessageFormat]:
     """The formats that could hold ``message`` (all of them for what is not a message)."""
     if _is_genai_object(message):
         return frozenset({_GEM})
-    if not isinstance(message, Mapping):
+    message = as_mapping(message)
+    if message is None:
         return ANY_FORMAT
     role = message.get("role")
     if "parts" in message or role == "model":
