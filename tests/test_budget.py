@@ -32,7 +32,9 @@ def reference_reserve(
     else:
         base = DEFAULT_OUTPUT_RESERVE
     total = base + margin
-    return total if fraction is None else min(total, int(window * fraction))
+    capped = total if fraction is None else min(total, int(window * fraction))
+    # The cap never trims the request's own max_tokens (the provider would refuse it).
+    return max(capped, max_tokens) if reserved is None and max_tokens is not None else capped
 
 
 @given(
@@ -57,6 +59,16 @@ def test_reserve_rule(
     expected = reference_reserve(window, reserved, max_tokens, max_output, margin, fraction)
     assert budget.reserve(max_tokens) == expected
     assert budget.available(max_tokens) == window - expected
+
+
+@given(window=windows, max_tokens=st.integers(min_value=1, max_value=2_000_000))
+def test_a_request_over_the_window_with_its_own_max_tokens_never_fits(
+    window: int, max_tokens: int
+) -> None:
+    budget = ContextWindowBudget(window)
+    room = window - max_tokens
+    assert not budget.fits(room + 1, max_tokens=max_tokens)
+    assert budget.reserve(max_tokens) >= max_tokens
 
 
 @given(window=windows, reserved=maybe_tokens, max_tokens=maybe_tokens)
