@@ -199,6 +199,78 @@ def test_document_kind(tmp_path: Path, maker: object, kind: str) -> None:
     assert document_kind(path.read_bytes()) == kind
 
 
+def rename_main_part(data: bytes, old: str, new: str) -> bytes:
+    """The package with its main part renamed, as Word for the web saves ``document2.xml``.
+
+    The part's relationships move with it, and ``_rels/.rels`` and ``[Content_Types].xml``
+    name the new part; the libraries find it from those.
+    """
+    folder, old_name = old.rsplit("/", 1)
+    new_name = new.rsplit("/", 1)[1]
+    moves = {old: new, f"{folder}/_rels/{old_name}.rels": f"{folder}/_rels/{new_name}.rels"}
+    buffer = io.BytesIO()
+    with (
+        zipfile.ZipFile(io.BytesIO(data)) as source,
+        zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as target,
+    ):
+        for name in source.namelist():
+            content = source.read(name)
+            if name in ("_rels/.rels", "[Content_Types].xml"):
+                content = content.replace(old.encode(), new.encode())
+            target.writestr(moves.get(name, name), content)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("maker", "kind", "main_part", "codeword"),
+    [
+        (make_docx, "docx", "word/document.xml", "codeword KESTREL"),
+        (make_xlsx, "xlsx", "xl/workbook.xml", "codeword: PELICAN"),
+        (make_pptx, "pptx", "ppt/presentation.xml", "codeword HERON"),
+    ],
+)
+def test_main_part_is_found_from_the_content_types(
+    tmp_path: Path, maker: object, kind: str, main_part: str, codeword: str
+) -> None:
+    original = maker(tmp_path / f"original.{kind}")  # type: ignore[operator]
+    renamed = main_part.replace(".xml", "2.xml")
+    data = rename_main_part(original.read_bytes(), main_part, renamed)
+    names = zipfile.ZipFile(io.BytesIO(data)).namelist()
+    assert renamed in names and main_part not in names
+    assert document_kind(data) == kind
+    path = tmp_path / f"renamed.{kind}"
+    path.write_bytes(data)
+    assert codeword in read_tool_file(path)
+
+
+TEXTS_MENTIONING_PDF = [
+    b'def is_pdf(data: bytes) -> bool:\n    return data.startswith(b"%PDF-")\n',
+    b"# File formats\nA PDF file starts with the bytes %PDF- and a version.\n",
+    b"  see below\n%PDF-1.7 is where a PDF starts\n",
+]
+
+
+@pytest.mark.parametrize("data", TEXTS_MENTIONING_PDF)
+def test_text_mentioning_the_pdf_signature_is_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data: bytes
+) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_bytes(data)
+    assert document_kind(data) is None
+    assert read_tool_file(path) == data.decode()
+    monkeypatch.setitem(sys.modules, "pypdf", None)  # no documents extra: still just text
+    assert read_tool_file(path) == data.decode()
+
+
+@pytest.mark.parametrize("lead", [b"\n", b" \r\n\t", b"\xef\xbb\xbf", b"\xef\xbb\xbf\n"])
+def test_pdf_after_whitespace_or_bom_is_a_pdf(tmp_path: Path, lead: bytes) -> None:
+    data = lead + make_pdf(tmp_path / "invoice.pdf").read_bytes()
+    assert document_kind(data) == "pdf"
+    path = tmp_path / "led.pdf"
+    path.write_bytes(data)
+    assert "codeword OSPREY" in read_tool_file(path)
+
+
 @pytest.mark.parametrize(
     ("maker", "kind"),
     [(make_docx, "docx"), (make_xlsx, "xlsx"), (make_pptx, "pptx"), (make_pdf, "pdf")],

@@ -21,6 +21,7 @@ from ctxbudget.spill import (
     default_spill_dir,
     spill_file_name,
 )
+from ctxbudget.truncate import truncate_output
 
 NAME = re.compile(r"^\d{8}T\d{12}Z-[0-9a-f]{12}(-[a-z0-9_-]{1,32})?\.txt$")
 DAY = 24 * 3600.0
@@ -66,6 +67,15 @@ def test_names_are_safe_whatever_the_label(tmp_path: Path, label: str | None, su
     assert NAME.match(name), name
     assert name.endswith(suffix)
     assert name[: -len(suffix)].count("-") == 1  # timestamp-token, then the label
+
+
+@pytest.mark.parametrize("label", [123, b"grep"])
+def test_label_that_is_not_text_is_a_type_error(tmp_path: Path, label: object) -> None:
+    with pytest.raises(TypeError, match="label must be str or None"):
+        spill_file_name(label)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="label must be str or None"):
+        DirectorySpillStore(tmp_path / "spill").write("x", label=label)  # type: ignore[arg-type]
+    assert not (tmp_path / "spill").exists()
 
 
 def test_names_are_unique_across_threads(tmp_path: Path) -> None:
@@ -161,6 +171,37 @@ def test_cleanup_never_touches_other_files(tmp_path: Path) -> None:
     store = DirectorySpillStore(tmp_path, max_age_seconds=DAY, max_total_bytes=0)
     assert store.cleanup(now=NOW).removed_files == 1
     assert all(path.exists() for path in foreign) and (tmp_path / "subdir").is_dir()
+
+
+#: Has the shape of a spill name, but month 13, day 99: a foreign file.
+IMPOSSIBLE_DATE = "20241399T000000000000Z-0123456789ab.txt"
+
+
+def test_impossible_date_in_a_name_is_a_foreign_file(tmp_path: Path) -> None:
+    assert NAME.match(IMPOSSIBLE_DATE)
+    foreign = [tmp_path / IMPOSSIBLE_DATE, tmp_path / (".tmp-" + IMPOSSIBLE_DATE)]
+    for path in foreign:
+        path.write_text("not ours")
+    old = tmp_path / spill_file_name("old", now=time.time() - 30 * DAY)
+    old.write_text("old")
+    store = DirectorySpillStore(tmp_path, max_age_seconds=DAY, max_total_bytes=None)
+    location = store.write("written")  # the write runs a clean-up first
+    assert Path(location).read_text() == "written"
+    assert not old.exists()
+    assert store.cleanup() == CleanupReport(0, 0, 1, len("written"))
+    result = truncate_output("line\n" * 5000, max_tokens=300, spill=DirectorySpillStore(tmp_path))
+    assert result.spill_error is None and result.spill_path is not None
+    assert all(path.read_text() == "not ours" for path in foreign)
+
+
+def test_fsspec_cleanup_skips_an_impossible_date(tmp_path: Path) -> None:
+    pytest.importorskip("fsspec")
+    store = FsspecSpillStore(str(tmp_path / "remote"), max_age_seconds=DAY)
+    store.write("kept")
+    foreign = tmp_path / "remote" / IMPOSSIBLE_DATE
+    foreign.write_text("not ours")
+    assert store.cleanup() == CleanupReport(0, 0, 1, len("kept"))
+    assert foreign.exists()
 
 
 def test_cleanup_removes_stale_temporary_files(tmp_path: Path) -> None:

@@ -11,14 +11,16 @@ import re
 import sys
 import tracemalloc
 from pathlib import Path
+from typing import Literal
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxbudget import estimate_tokens
+from ctxbudget import ENCODINGS, estimate_tokens
 from ctxbudget import spill as spill_module
-from ctxbudget.spill import DirectorySpillStore
+from ctxbudget.spill import DirectorySpillStore, SpillStore
 from ctxbudget.truncate import TruncatedResult, truncate_output
 
 MARKER = re.compile(r"^\[\.\.\. .* omitted \(.*\) \.\.\.\]$", re.MULTILINE)
@@ -36,8 +38,8 @@ def split_result(result: TruncatedResult) -> tuple[str, str, str, str]:
     assert match is not None, result.text
     head = result.text[: match.start()]
     rest = result.text[match.end() + 1 :]
-    body, _, hint = rest.rpartition("\n[Output truncated: ")
-    return head, match.group(0), body, "[Output truncated: " + hint
+    body, _, hint = rest.rpartition("\n[")  # the hint holds no "\n[", the tail may
+    return head, match.group(0), body, "[" + hint
 
 
 class RecordingStore:
@@ -220,10 +222,96 @@ def test_fits_the_budget(max_tokens: int, head_ratio: float) -> None:
         assert result.kept_tokens >= 0.9 * max_tokens
 
 
-def test_budget_too_small_for_a_preview_keeps_the_notice() -> None:
-    result = truncate_output(TEXT, max_tokens=10, spill=False)
-    assert result.text.startswith("[... 2,000 lines omitted (lines 1-2,000,")
-    assert result.kept_tokens > 10  # documented: the notice alone is over such a budget
+# --- small budgets: within budget when anything honest fits, never over the original ----
+
+CLAIMS = {
+    (True, True): "only its start and end are shown",
+    (True, False): "only its start is shown",
+    (False, True): "only its end is shown",
+    (False, False): "none of it is shown",
+}
+SHORT_HINTS = {
+    "saved": "[The full output was saved to: mem://spill/1.txt]",
+    "failed": "[The full output could not be stored (No space left on device).]",
+    "not kept": "[The omitted part was not kept.]",
+}
+
+
+def omitted_notice(total: int) -> str:
+    return f"[Output omitted: about {total:,} tokens]"
+
+
+def store_for(kind: str) -> SpillStore | Literal[False]:
+    if kind == "saved":
+        return RecordingStore()
+    if kind == "failed":
+        return FailingStore(OSError(errno.ENOSPC, "No space left on device"))
+    return False
+
+
+SMALL_TEXT = "".join(f"result {i}: value\n" for i in range(12))
+
+
+@pytest.mark.parametrize("encoding", sorted(ENCODINGS))
+@pytest.mark.parametrize("spill", sorted(SHORT_HINTS))
+@pytest.mark.parametrize("text", [SMALL_TEXT, numbered_log(300)], ids=["12-lines", "300-lines"])
+def test_small_budgets_fit_and_claim_only_what_is_shown(
+    encoding: str, spill: str, text: str
+) -> None:
+    total = estimate_tokens(text, encoding)
+    notice = omitted_notice(total)
+    floor = estimate_tokens(notice, encoding)
+    forms: set[str] = set()
+    budgets = range(1, min(total, 400))
+    for max_tokens in budgets:
+        result = truncate_output(
+            text, max_tokens=max_tokens, spill=store_for(spill), encoding=encoding
+        )
+        assert result.truncated and result.original_tokens == total
+        assert result.kept_tokens == estimate_tokens(result.text, encoding) < total
+        assert result.kept_tokens <= max(max_tokens, floor)
+        if result.text == notice:
+            assert (result.omitted_tokens, result.omitted_lines) == (total, text.count("\n"))
+            forms.add("notice")
+            continue
+        assert max_tokens >= floor  # the shortest notice is used only when nothing else fits
+        head, _, tail, hint = split_result(result)
+        assert text.startswith(head) and text.endswith(tail)
+        shown = (bool(head), bool(tail))
+        if hint == SHORT_HINTS[spill]:
+            forms.add("short hint" + (" with text" if any(shown) else ""))
+            continue
+        assert hint.startswith("[Output truncated: the full output is ")
+        claims = [claim for claim in CLAIMS.values() if f"; {claim}.\n" in hint]
+        assert claims == [CLAIMS[shown]], (shown, hint)
+        forms.add("full hint" + (" with text" if any(shown) else ""))
+    assert "notice" in forms
+    assert "short hint with text" in forms
+    if budgets.stop < total:  # the sweep reaches budgets that leave room for the full hint
+        assert "full hint with text" in forms
+
+
+def test_text_shorter_than_any_notice_is_returned_whole() -> None:
+    text = "ok\nok\n"
+    total = estimate_tokens(text)
+    assert 1 < total <= estimate_tokens(omitted_notice(total))
+    store = RecordingStore()
+    result = truncate_output(text, max_tokens=1, spill=store)
+    assert result == TruncatedResult(text, False, total, total)
+    assert store.texts == []
+
+
+def test_omitted_tokens_are_the_total_less_what_is_shown() -> None:
+    # The long line is left out whole, so the head is snapped back a long way from the cut.
+    text = "".join(f"line {i}\n" for i in range(40)) + "word " * 3000 + "\n"
+    text += "".join(f"tail {i}\n" for i in range(3))
+    result = truncate_output(text, max_tokens=1000, spill=False)
+    head, marker, tail, _ = split_result(result)
+    assert text.startswith(head) and text.endswith(tail)
+    shown = estimate_tokens(head) + estimate_tokens(tail)
+    assert result.omitted_tokens == result.original_tokens - shown
+    assert f", about {result.omitted_tokens:,} tokens) ...]" in marker
+    assert result.kept_tokens <= 1000
 
 
 def test_one_huge_line_is_cut_mid_line() -> None:
@@ -284,12 +372,56 @@ def test_bad_arguments() -> None:
         truncate_output("x", max_tokens=0)
     with pytest.raises(ValueError, match="max_tokens"):
         truncate_output("x", max_tokens=True)
+    with pytest.raises(ValueError, match="max_tokens"):
+        truncate_output("x", max_tokens=np.True_)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="max_tokens"):
+        truncate_output("x", max_tokens=10.0)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="head_ratio"):
         truncate_output("x", max_tokens=10, head_ratio=1.5)
     with pytest.raises(TypeError):
         truncate_output(b"bytes", max_tokens=10)  # type: ignore[arg-type]
     with pytest.raises(ValueError):  # UnicodeEncodeError: a lone surrogate is not text
         truncate_output("a\udc80b" * 1000, max_tokens=10, spill=False)
+
+
+def test_max_tokens_of_any_integer_type() -> None:
+    class Budget:
+        def __index__(self) -> int:
+            return 500
+
+    expected = truncate_output(TEXT, max_tokens=500, spill=False)
+    assert truncate_output(TEXT, max_tokens=np.int64(500), spill=False) == expected  # type: ignore[arg-type]
+    assert truncate_output(TEXT, max_tokens=Budget(), spill=False) == expected  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("label", [123, b"grep", ["grep"]])
+def test_label_that_is_not_text_is_a_type_error(label: object) -> None:
+    store = RecordingStore()
+    with pytest.raises(TypeError, match=f"label must be str or None, got {type(label).__name__}"):
+        truncate_output(TEXT, max_tokens=500, spill=store, label=label)  # type: ignore[arg-type]
+    assert store.texts == []
+
+
+@pytest.mark.parametrize(
+    ("spill", "message"),
+    [
+        ("spill-dir", "pass DirectorySpillStore"),
+        (Path("spill-dir"), "pass DirectorySpillStore"),
+        (True, "got True"),
+        (0, "got 0"),
+        (object(), "write"),
+    ],
+    ids=["str", "path", "true", "zero", "object"],
+)
+def test_spill_that_is_not_a_store_is_a_type_error(
+    spill: object, message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for text in (TEXT, "short"):  # refused whether or not the text is over the budget
+        with pytest.raises(TypeError, match="spill must be a SpillStore") as caught:
+            truncate_output(text, max_tokens=500, spill=spill)  # type: ignore[arg-type]
+        assert message in str(caught.value)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_peak_memory_under_three_times_the_input() -> None:
@@ -337,18 +469,25 @@ def test_preview_matches_a_line_by_line_reference(
     result = truncate_output(text, max_tokens=max_tokens, spill=False, head_ratio=head_ratio)
     assert result.original_tokens == total
     assert result.kept_tokens == estimate_tokens(result.text)
+    notice = f"[Output omitted: about {total:,} tokens]"
     if not result.truncated:
-        assert result.text == text and total <= max_tokens
+        assert result.text == text
+        assert total <= max_tokens or total <= estimate_tokens(notice)
         return
     assert total > max_tokens
-    if max_tokens >= 200:
-        assert result.kept_tokens <= max_tokens
+    assert result.kept_tokens < total
+    assert result.kept_tokens <= max(max_tokens, estimate_tokens(notice))
+    if result.text == notice:
+        return
     head, marker, tail, _ = split_result(result)
     all_lines = lines_of(text)
     # the preview adds a newline after a head or tail that does not end with one
     head_body = head if text.startswith(head) else head[:-1]
     tail_body = tail if text.endswith("\n") or not tail else tail[:-1]
     assert text.startswith(head_body) and text.endswith(tail_body)
+    shown = estimate_tokens(head_body) + estimate_tokens(tail_body)
+    assert result.omitted_tokens == max(total - shown, 0)
+    assert f", about {result.omitted_tokens:,} tokens) ...]" in marker
     if "lines omitted" in marker or "line omitted" in marker:
         head_n = len(lines_of(head_body))
         tail_n = len(lines_of(tail_body))

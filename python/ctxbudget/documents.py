@@ -12,9 +12,13 @@ sent. :func:`read_tool_file` returns only real text:
   the type recognised from its magic bytes;
 - files over ``max_bytes`` are refused from their size, before anything is read.
 
-Documents are recognised by content, not by name: ``%PDF-`` for PDF, and for the Office
-formats (which are all zip archives) the parts inside: ``word/document.xml``,
-``xl/workbook.xml`` or ``ppt/presentation.xml``. A renamed file is handled by what it is.
+Documents are recognised by content, not by name: a PDF starts with ``%PDF-`` (after
+optional whitespace or a UTF-8 byte order mark, so a text that merely mentions the signature
+stays text); an Office file (a zip archive) declares its main part's content type in
+``[Content_Types].xml``, whatever the part is called (Word for the web saves
+``word/document2.xml``), with the usual part names (``word/document.xml``,
+``xl/workbook.xml``, ``ppt/presentation.xml``) as a fallback. A renamed file is handled by
+what it is.
 """
 
 from __future__ import annotations
@@ -26,9 +30,11 @@ import io
 import os
 import stat
 import zipfile
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from types import ModuleType
 from typing import Any, Literal
+from xml.etree import ElementTree
 
 from ctxbudget import text as _text
 from ctxbudget.errors import (
@@ -64,12 +70,29 @@ _MODULES: dict[DocumentKind, tuple[str, str]] = {
     "xlsx": ("openpyxl", "openpyxl"),
     "pptx": ("pptx", "python-pptx"),
 }
+#: Main-part content types each converter's library opens (python-docx, openpyxl,
+#: python-pptx), lower-cased: content types compare case-insensitively.
+_MAIN_CONTENT_TYPES: dict[str, DocumentKind] = {
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml": "docx",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml": "xlsx",
+    "application/vnd.ms-excel.sheet.macroenabled.main+xml": "xlsx",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.template.main+xml": "xlsx",
+    "application/vnd.ms-excel.template.macroenabled.main+xml": "xlsx",
+    "application/vnd.openxmlformats-officedocument.presentationml.presentation.main+xml": "pptx",
+    "application/vnd.ms-powerpoint.presentation.macroenabled.main+xml": "pptx",
+}
+#: The usual main parts, for a package whose ``[Content_Types].xml`` names none.
 _OOXML_PARTS: tuple[tuple[str, DocumentKind], ...] = (
     ("word/document.xml", "docx"),
     ("xl/workbook.xml", "xlsx"),
     ("ppt/presentation.xml", "pptx"),
 )
+_CONTENT_TYPES_PART = "[Content_Types].xml"
+#: A ``[Content_Types].xml`` larger than this (a few KiB in practice) is not read.
+_CONTENT_TYPES_MAX = 1 << 20
 _UTF8_BOM = b"\xef\xbb\xbf"
+#: What may come before ``%PDF-``: PDF white space (NUL included), after an optional BOM.
+_PDF_LEAD = b" \t\r\n\f\x00"
 #: An Office file may unpack to at most this many times ``max_bytes`` (XML compresses about
 #: ten times; a zip bomb, millions of times).
 _UNPACK_RATIO = 16
@@ -143,22 +166,56 @@ def read_tool_file(path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX
 def document_kind(data: bytes) -> DocumentKind | None:
     """Which convertible document ``data`` is, from its content, or ``None``.
 
+    A PDF is data that starts with ``%PDF-``, after at most 1 KiB of whitespace or a UTF-8
+    byte order mark; a text that mentions the signature further on is not one. An Office
+    file is a zip archive whose ``[Content_Types].xml`` gives a part in it the content type
+    of a Word document, Excel workbook or PowerPoint presentation, or, failing that, which
+    holds the usual main part (``word/document.xml``, ...).
+
     >>> document_kind(b"%PDF-1.7\\n...")
     'pdf'
+    >>> document_kind(b'def is_pdf(data):\\n    return data.startswith(b"%PDF-")\\n') is None
+    True
     >>> document_kind(b"plain text") is None
     True
     """
-    if b"%PDF-" in data[:1024]:
+    lead = data[:1024]
+    if lead.removeprefix(_UTF8_BOM).lstrip(_PDF_LEAD).startswith(b"%PDF-"):
         return "pdf"
     if not data.startswith(b"PK\x03\x04"):
         return None
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            names = set(archive.namelist())
+            names = {name.lower() for name in archive.namelist()}
+            kind = _main_part_kind(archive, names)
     except (zipfile.BadZipFile, OSError, ValueError, EOFError):
         return None
-    for part, kind in _OOXML_PARTS:
+    if kind is not None:
+        return kind
+    for part, fallback in _OOXML_PARTS:
         if part in names:
+            return fallback
+    return None
+
+
+def _main_part_kind(archive: zipfile.ZipFile, names: set[str]) -> DocumentKind | None:
+    """The kind ``[Content_Types].xml`` declares for a part in ``names``, or ``None``.
+
+    Part names compare case-insensitively, as OPC says. An unreadable, oversized or
+    malformed ``[Content_Types].xml`` counts as none.
+    """
+    try:
+        info = archive.getinfo(_CONTENT_TYPES_PART)
+        if info.file_size > _CONTENT_TYPES_MAX:
+            return None
+        root = ElementTree.fromstring(archive.read(info))
+    except (KeyError, RuntimeError, NotImplementedError, zlib.error, ElementTree.ParseError):
+        return None
+    for element in root:
+        if not element.tag.endswith("Override"):
+            continue
+        kind = _MAIN_CONTENT_TYPES.get(element.get("ContentType", "").strip().lower())
+        if kind is not None and element.get("PartName", "").lstrip("/").lower() in names:
             return kind
     return None
 

@@ -114,6 +114,9 @@ def spill_file_name(label: str | None = None, *, now: float | None = None) -> st
     True
     >>> "/" in name or ".." in name
     False
+
+    Raises:
+        TypeError: ``label`` is not a ``str`` or ``None`` (pass a call id as ``str(id)``).
     """
     moment = datetime.fromtimestamp(time.time() if now is None else now, tz=timezone.utc)
     stamp = moment.strftime("%Y%m%dT%H%M%S%f")
@@ -123,6 +126,8 @@ def spill_file_name(label: str | None = None, *, now: float | None = None) -> st
 
 
 def _sanitise_label(label: str | None) -> str:
+    if label is not None and not isinstance(label, str):
+        raise TypeError(f"label must be str or None, got {type(label).__name__}")
     if not label:
         return ""
     ascii_only = label.encode("ascii", "replace").decode("ascii").lower()
@@ -131,12 +136,18 @@ def _sanitise_label(label: str | None) -> str:
 
 
 def _name_time(name: str) -> float | None:
-    """The creation time encoded in a spill file name, or ``None`` for foreign files."""
+    """The creation time encoded in a spill file name, or ``None`` for foreign files.
+
+    A name of the right shape with an impossible time (month 13, say) is not one of ours.
+    """
     match = _NAME_RE.match(name)
     if match is None:
         return None
-    moment = datetime.strptime(match.group(1), "%Y%m%dT%H%M%S%f")
-    return moment.replace(tzinfo=timezone.utc).timestamp()
+    try:
+        moment = datetime.strptime(match.group(1), "%Y%m%dT%H%M%S%f")
+        return moment.replace(tzinfo=timezone.utc).timestamp()
+    except (ValueError, OverflowError):
+        return None
 
 
 def default_spill_dir() -> Path:
@@ -290,10 +301,11 @@ class DirectorySpillStore:
         Raises:
             OSError: The directory cannot be created or written, the disk is full, ...
             UnicodeEncodeError: ``text`` holds a lone surrogate (not valid Unicode text).
+            TypeError: ``label`` is not a ``str`` or ``None``.
         """
+        name = spill_file_name(label)
         self._maybe_cleanup()
         os.makedirs(self._directory, mode=0o700, exist_ok=True)
-        name = spill_file_name(label)
         final = self._directory / name
         temp = self._directory / f"{_TMP_PREFIX}{name}"
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)

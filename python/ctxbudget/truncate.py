@@ -14,11 +14,16 @@ between bracketing probes, three or four of them, each about the size of the pre
 snapped to line boundaries with ``bytes.rfind`` / ``bytes.find``. The cost is one encode,
 one estimate and one newline count over the text, plus a handful of estimates of slices
 the size of the preview; the extra memory is the one UTF-8 copy.
+
+A budget too small for the full hint gets a shorter one (the marker and one line on where
+the full text is); a budget too small for any preview gets a one-line notice. The text the
+model sees never claims to show a part it does not show.
 """
 
 from __future__ import annotations
 
 import logging
+import operator
 import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
@@ -97,9 +102,21 @@ def truncate_output(
     output; it names no path and never says the output was saved. ``spill_error`` carries
     the details for your logs, and a warning is logged.
 
-    The whole result, hint included, estimates at most ``max_tokens``, as long as
-    ``max_tokens`` leaves room for the marker and hint (about 120 tokens); below that only
-    the marker and hint are returned.
+    The whole result, hint included, estimates at most ``max_tokens`` whenever anything
+    honest fits. The hint says which parts are shown (start and end, start, end, or none).
+    Small budgets degrade in steps, each honest about what is shown and what was kept:
+
+    1. head + marker + tail + the full hint, when that leaves room for some of the text
+       (from about 100-200 tokens, depending on the encoding and the spill location);
+    2. else head + marker + tail + a one-line hint (where the full output is, or that it
+       was not kept), when that shows some of the text (from about 40-100 tokens);
+    3. else the marker and the fullest hint that fit, with no text;
+    4. else the notice ``[Output omitted: about N tokens]`` alone (about 10-20 tokens),
+       even if it is over ``max_tokens``, as long as it is shorter than the text;
+    5. a text no longer than that notice is returned whole and unspilled
+       (``truncated=False``), being the shortest honest answer.
+
+    So a truncated result never estimates more tokens than the original.
 
     Args:
         text: The tool output.
@@ -112,13 +129,19 @@ def truncate_output(
             for :func:`~ctxbudget.spill.default_spill_store`; ``False`` to keep nothing.
         head_ratio: Share of the preview budget for the head, in ``[0, 1]``.
         label: Short name for the spill file (a tool name, say); sanitised by the store.
+            A ``str`` or ``None``: pass a tool-call id as ``str(call_id)``.
 
     Returns:
         A :class:`TruncatedResult`.
 
     Raises:
-        ValueError: ``max_tokens < 1``, ``head_ratio`` outside ``[0, 1]``, an unknown
-            encoding, or a lone surrogate in ``text``.
+        ValueError: ``max_tokens`` not an integer (``int``, numpy's, anything with
+            ``__index__``; a bool is refused) or below 1, ``head_ratio`` outside ``[0, 1]``,
+            an unknown encoding, or a lone surrogate in ``text``.
+        TypeError: ``text`` not a ``str``, ``label`` not a ``str`` or ``None``, or
+            ``spill`` not a store, ``None`` or ``False`` (a path is not a store: pass
+            ``DirectorySpillStore(path)``). Caller mistakes are raised, never reported as
+            a failed spill.
 
     >>> log = "".join(f"step {i}: ok\\n" for i in range(10_000))
     >>> result = truncate_output(log, max_tokens=300, spill=False)
@@ -129,12 +152,12 @@ def truncate_output(
     >>> truncate_output("short", max_tokens=300).text
     'short'
     """
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-        raise ValueError(f"max_tokens must be a positive int, got {max_tokens!r}")
+    max_tokens = _positive_int(max_tokens)
     if not 0.0 <= head_ratio <= 1.0:
         raise ValueError(f"head_ratio must be within [0, 1], got {head_ratio!r}")
     if not isinstance(text, str):
         raise TypeError(f"text must be str, got {type(text).__name__}")
+    _check_spill_arguments(spill, label)
     enc = _resolve_encoding(encoding, model)
     # Work on one UTF-8 copy: slices of it are estimated without copying, and the caller's
     # str is not left holding the UTF-8 cache that estimating a non-ASCII str would attach.
@@ -142,26 +165,35 @@ def truncate_output(
     total = _tokens.estimate_tokens(data, enc, parallel=True)
     if total <= max_tokens:
         return TruncatedResult(text, False, total, total)
+    omitted_notice = _omitted_notice(total)
+    omitted_notice_tokens = _tokens.estimate_tokens(omitted_notice, enc)
+    if total <= omitted_notice_tokens:
+        # Even the shortest notice that the text was cut is longer than the text itself.
+        return TruncatedResult(text, False, total, total)
 
     spill_path, spill_error, failure = _write_spill(text, spill, label)
     newlines = _count_newlines(data)
     total_lines = newlines + (0 if data.endswith(b"\n") else 1)
-    hint = _hint(total_lines, total, spill_path, failure)
 
     source = _Source(text, data, enc, total, newlines)
     worst_marker = max(
         source.tokens(_marker(total_lines, total_lines, total_lines, len(text), total, whole))
         for whole in (True, False)
     )
-    notice = source.tokens(hint) + worst_marker + 2
-    budget = max_tokens - notice
-    for _ in range(_MAX_ATTEMPTS):
-        preview = _cut(source, budget, head_ratio, hint)
-        if preview.tokens <= max_tokens or budget <= 0:
+    preview: _Preview | None = None
+    for hints in (
+        _full_hints(total_lines, total, spill_path, failure),
+        _short_hints(spill_path, failure),
+    ):
+        candidate = _fit(source, max_tokens, head_ratio, hints, worst_marker)
+        if candidate.tokens > max_tokens:
+            continue
+        if candidate.shows_text:
+            preview = candidate
             break
-        budget -= preview.tokens - max_tokens + 1
-    else:
-        preview = _cut(source, 0, head_ratio, hint)
+        preview = preview or candidate
+    if preview is None:
+        preview = _Preview(omitted_notice, omitted_notice_tokens, total_lines, total, False)
     return TruncatedResult(
         text=preview.text,
         truncated=True,
@@ -171,6 +203,36 @@ def truncate_output(
         spill_error=spill_error,
         omitted_lines=preview.omitted_lines,
         omitted_tokens=preview.omitted_tokens,
+    )
+
+
+def _positive_int(value: object) -> int:
+    """``value`` as an ``int`` of at least 1: any integer type (numpy's too), not a bool."""
+    if isinstance(value, bool):
+        raise ValueError(f"max_tokens must be a positive int, got {value!r}")
+    try:
+        number = operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        raise ValueError(f"max_tokens must be a positive int, got {value!r}") from None
+    if number < 1:
+        raise ValueError(f"max_tokens must be a positive int, got {value!r}")
+    return number
+
+
+def _check_spill_arguments(spill: object, label: object) -> None:
+    """Refuse caller mistakes before they can pass for a failed write."""
+    if label is not None and not isinstance(label, str):
+        raise TypeError(f"label must be str or None, got {type(label).__name__}")
+    if spill is None or spill is False or isinstance(spill, _spill.SpillStore):
+        return
+    if isinstance(spill, (str, bytes, os.PathLike)):
+        raise TypeError(
+            f"spill must be a SpillStore, False or None, got the path {spill!r}: "
+            "pass DirectorySpillStore(path) to spill to a directory"
+        )
+    raise TypeError(
+        "spill must be a SpillStore (an object with write(text, *, label=None) -> str), "
+        f"False or None, got {spill!r}"
     )
 
 
@@ -224,13 +286,46 @@ def _failure_reason(err: Exception) -> str:
     return type(err).__name__
 
 
-def _hint(total_lines: int, total: int, location: str | None, failure: str | None) -> str:
+#: The hint for each ``(start shown, end shown)``.
+_Hints = dict[tuple[bool, bool], str]
+
+_SHOWN = {
+    (True, True): "only its start and end are shown",
+    (True, False): "only its start is shown",
+    (False, True): "only its end is shown",
+    (False, False): "none of it is shown",
+}
+
+
+def _full_hints(total_lines: int, total: int, location: str | None, failure: str | None) -> _Hints:
+    return {
+        shown: _hint(total_lines, total, location, failure, claim)
+        for shown, claim in _SHOWN.items()
+    }
+
+
+def _short_hints(location: str | None, failure: str | None) -> _Hints:
+    """One line on where the full output is, for budgets too small for the full hint."""
+    if location is not None:
+        hint = f"[The full output was saved to: {location}]"
+    elif failure is not None:
+        hint = f"[The full output could not be stored ({failure}).]"
+    else:
+        hint = "[The omitted part was not kept.]"
+    return dict.fromkeys(_SHOWN, hint)
+
+
+def _omitted_notice(total: int) -> str:
+    """The shortest honest result: no text shown, only how much there was."""
+    return f"[Output omitted: about {total:,} tokens]"
+
+
+def _hint(
+    total_lines: int, total: int, location: str | None, failure: str | None, shown: str
+) -> str:
     """The notice after the preview: what was cut, where the rest is, how to read it."""
     lines = "1 line" if total_lines == 1 else f"{total_lines:,} lines"
-    head = (
-        f"[Output truncated: the full output is {lines}, about {total:,} tokens; "
-        "only its start and end are shown.\n"
-    )
+    head = f"[Output truncated: the full output is {lines}, about {total:,} tokens; {shown}.\n"
     if location is not None:
         return (
             f"{head}The full output was saved to: {location}\n"
@@ -335,28 +430,45 @@ class _Preview:
     tokens: int
     omitted_lines: int
     omitted_tokens: int
+    shows_text: bool
 
 
-def _cut(source: _Source, budget: int, head_ratio: float, hint: str) -> _Preview:
+def _fit(
+    source: _Source, max_tokens: int, head_ratio: float, hints: _Hints, marker_tokens: int
+) -> _Preview:
+    """The largest preview with these hints that estimates at most ``max_tokens``.
+
+    If none does, the preview with no text at all (which may be over ``max_tokens``).
+    """
+    notice = max(source.tokens(hint) for hint in set(hints.values())) + marker_tokens + 2
+    budget = max_tokens - notice
+    for _ in range(_MAX_ATTEMPTS):
+        preview = _cut(source, budget, head_ratio, hints)
+        if preview.tokens <= max_tokens or budget <= 0:
+            return preview
+        budget -= preview.tokens - max_tokens + 1
+    return _cut(source, 0, head_ratio, hints)
+
+
+def _cut(source: _Source, budget: int, head_ratio: float, hints: _Hints) -> _Preview:
     """Build the preview for a head + tail budget of ``budget`` tokens.
 
-    Offsets are in bytes of the UTF-8 text. Token counts of the head and tail are the
-    probes' (before snapping to a line, so never below the snapped pieces); the assembled
-    text is estimated once more, and that is the number the caller checks.
+    Offsets are in bytes of the UTF-8 text. The head and the tail are estimated once more
+    after they are snapped to lines (slices the size of the preview), so the tail gets
+    what the head left and the tokens said to be omitted are the total less what is shown;
+    the assembled text is estimated too, and that is the number the caller checks.
     """
     data = source.data
     size = len(data)
     budget = max(budget, 0)
     rate = source.bytes_per_token
-    head_end, head_tokens = _longest_fit(size, int(budget * head_ratio), rate, source.head)
+    head_end, _ = _longest_fit(size, int(budget * head_ratio), rate, source.head)
     head_end = _snap_head(data, head_end, budget * rate)
-    if head_end == 0:
-        head_tokens = 0
+    head_tokens = source.head(head_end) if head_end else 0
     tail_budget = budget - head_tokens if head_ratio < 1.0 else 0
-    tail_size, tail_tokens = _longest_fit(size - head_end, tail_budget, rate, source.tail)
+    tail_size, _ = _longest_fit(size - head_end, tail_budget, rate, source.tail)
     tail_start = _snap_tail(data, size - tail_size, head_end)
-    if tail_start == size:
-        tail_tokens = 0
+    tail_tokens = source.tail(size - tail_start) if tail_start < size else 0
 
     head_newlines = data.count(b"\n", 0, head_end)
     tail_newlines = data.count(b"\n", tail_start)
@@ -377,9 +489,11 @@ def _cut(source: _Source, budget: int, head_ratio: float, hint: str) -> _Preview
     parts += [marker, "\n", tail]
     if tail and not tail.endswith("\n"):
         parts.append("\n")
-    parts += ["\n", hint]
+    parts += ["\n", hints[bool(head), bool(tail)]]
     assembled = "".join(parts)
-    return _Preview(assembled, source.tokens(assembled), omitted_lines, omitted_tokens)
+    return _Preview(
+        assembled, source.tokens(assembled), omitted_lines, omitted_tokens, bool(head or tail)
+    )
 
 
 def _snap_head(data: bytes, end: int, long_line: float) -> int:
