@@ -418,13 +418,20 @@ def test_abandoned_results_are_stubbed_at_run_start(fmt: str) -> None:
     # Anthropic merges the new user text into the message holding the abandoned result:
     # that looks like mid-run, so only the caller can tell (run_start=True)
     merged = fmt == "anthropic"
-    result = prune(messages, window=200_000, system=system, format=fmt, run_start=merged)
-    interrupted = [p for p in result.pruned if p.kind == "interrupted"]
-    assert len(interrupted) == 1
-    stub = next(t for t in texts(result.messages) if t.startswith(f"{STUB_PREFIX}tool output not"))
-    assert "the run stopped before the model read them" in stub
-    assert "bash" in stub
-    assert pairing_violations(result.messages, fmt) == []
+    total = estimate_request(messages, system=system, format=fmt).total
+    over = ContextWindowBudget(total + 100, 200, margin=0)  # the request does not fit
+    for budget, run_start in ((over, merged), (ContextWindowBudget(200_000), True)):
+        result = prune(messages, system=system, format=fmt, budget=budget, run_start=run_start)
+        interrupted = [p for p in result.pruned if p.kind == "interrupted"]
+        assert len(interrupted) == 1
+        start = f"{STUB_PREFIX}tool output not"
+        stub = next(t for t in texts(result.messages) if t.startswith(start))
+        assert "the run stopped before the model read them" in stub
+        assert "bash" in stub
+        assert pairing_violations(result.messages, fmt) == []
+    if not merged:  # a request that fits keeps it: the user message may go with the result
+        kept = prune(messages, window=200_000, system=system, format=fmt)
+        assert not [p for p in kept.pruned if p.kind == "interrupted"]
     # not abandoned yet: mid-run, the results end the history and the model is about to read
     mid, system = in_format(chat[:-1], fmt)
     assert prune(mid, window=200_000, system=system, format=fmt).pruned == ()
@@ -447,6 +454,44 @@ def test_unanswered_call_gets_an_interrupted_result(fmt: str) -> None:
     # the new user message is still there, after the added result
     last = result.messages[-1]
     assert "Are you still there?" in json.dumps(last)
+
+
+def test_a_result_read_with_a_user_message_after_it_is_kept() -> None:
+    # Chat tool messages cannot hold images: browser agents send the screenshot as a user
+    # message right after the result, and the model reads both.
+    page = "\n".join(f"<div id='row{i}'>order #{1000 + i} status=shipped</div>" for i in range(120))
+    call = {"id": "c1", "type": "function", "function": {"name": "get_page", "arguments": "{}"}}
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+    live = [
+        {"role": "system", "content": "You drive a browser."},
+        {"role": "user", "content": "Which orders are still pending?"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": page},
+        {"role": "user", "content": [{"type": "text", "text": "Screenshot:"}, image]},
+    ]
+    assert prune(live, window=200_000).pruned == ()
+    answered = [*live, {"role": "assistant", "content": "None is pending."}]
+    later = [*answered, {"role": "user", "content": "And the total of row 7?"}]
+    assert prune(later, window=200_000).pruned == ()
+
+
+def call_then_assistant(fmt: str) -> list[dict[str, Any]]:
+    call = {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+    chat: list[dict[str, Any]] = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "assistant", "content": "I could not run it."},
+    ]
+    return convert_messages(chat, fmt, source="openai_chat").messages
+
+
+@pytest.mark.parametrize("fmt", ["openai_chat", "openai_responses", "anthropic"])
+def test_call_followed_by_another_assistant_message_gets_a_result(fmt: str) -> None:
+    messages = call_then_assistant(fmt)
+    assert pairing_violations(messages, fmt)
+    result = prune(messages, window=200_000, format=fmt)
+    assert [p.kind for p in result.pruned] == ["missing"]
+    assert pairing_violations(result.messages, fmt) == []
 
 
 def test_partial_results_mid_run_are_left_alone() -> None:

@@ -32,11 +32,13 @@ What is pruned:
    OpenCode's ``PRUNE_MINIMUM``.
 3. **Run start** (SPEC D4). A tool result is *abandoned* when a new user turn follows it with
    no assistant reply in between (a run failed after the tool ran, typically because the
-   request carrying that result overflowed), or, with ``run_start=True``, when it ends the
-   history. The model never read an abandoned result, so nothing later depends on it, and it
-   is the likely cause of the failure: every abandoned result of at least
-   ``min_output_tokens`` becomes an "interrupted" stub, whatever the threshold and the fresh
-   tail. A tool call left with no result at all (followed by a new user turn or another
+   request carrying that result overflowed) and the request does not fit or
+   ``run_start=True``; or, with ``run_start=True``, when it ends the history. (A request that
+   fits keeps such results: agents send a screenshot as a user message right after the tool
+   result, and the model reads both.) The model never read an abandoned result, so nothing
+   later depends on it, and it is the likely cause of the failure: every abandoned result of
+   at least ``min_output_tokens`` becomes an "interrupted" stub, whatever the threshold and
+   the fresh tail. A tool call left with no result at all (followed by a new user turn or another
    assistant message, or ending the history with ``run_start=True``) gets a result saying the
    run stopped, so pairing is valid. The next request is then valid and small. (A framework
    that stores the new user text in the same Anthropic/Gemini message as the abandoned
@@ -379,9 +381,12 @@ class Pruner:
                     floor += 1
                 tail = floor
 
-        # -- abandoned results (D4): a user turn follows with no assistant reply
+        # -- abandoned results (D4): a user turn follows with no assistant reply; only at a
+        # run start or when the request does not fit (a user message after a result that
+        # fits is read with it: a screenshot sent after the tool call, say)
         abandoned: set[int] = set()
         state = "abandoned" if run_start else "open"
+        users_abandon = run_start or not fits_before
         for i in range(n - 1, -1, -1):
             kind = infos[i].kind
             if kind == "results":
@@ -389,7 +394,7 @@ class Pruner:
                     abandoned.add(i)
             elif kind == "assistant":
                 state = "answered"
-            elif kind == "user":
+            elif kind == "user" and users_abandon:
                 state = "abandoned"
 
         # -- what to stub: (slot -> (kind, tokens, text)) per message index
@@ -427,7 +432,7 @@ class Pruner:
             seen_user = seen_assistant = moved = False
             for i in range(n - 1, -1, -1):
                 info = infos[i]
-                if run_start or seen_user or moved:
+                if run_start or seen_user or moved or seen_assistant:
                     for cid, name in info.calls:
                         if cid is not None and cid not in answered:
                             missing.setdefault(i, []).append((cid, name))
