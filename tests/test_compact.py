@@ -235,6 +235,28 @@ def test_nothing_to_compact_fails() -> None:
         compact(history, short_summary, window=16_000)
 
 
+def test_history_that_cannot_fit_fails_before_calling_the_summarizer() -> None:
+    budget = ContextWindowBudget(16_000)
+    log = "2024-01-01 INFO request ok\n" * budget.available()  # a line is several tokens
+    call = {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}
+    history = [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "Read the log."},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": log},
+    ]
+    snapshot = copy.deepcopy(history)
+    per_message = estimate_request(history).per_message
+    assert per_message[3] > budget.available()
+    rec = Recorder()
+    with pytest.raises(CompactionError, match="cannot fit the window") as info:
+        compact(history, rec, budget=budget)
+    assert rec.calls == [] and info.value.attempts == 0
+    assert f"message [3], is {per_message[3]:,} tokens" in str(info.value)
+    assert f"the {budget.available():,} tokens available" in str(info.value)
+    assert history == snapshot
+
+
 def test_oversized_summarization_request_is_reduced_first() -> None:
     history = long_chat(turns=40, words=800)  # ~40k tokens of transcript, a 16k window
     rec = Recorder()

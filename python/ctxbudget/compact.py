@@ -202,6 +202,7 @@ class _Compaction:
                 "after the system messages and earlier summaries",
                 None,
             )
+        self._check_kept_fits(cuts[-1] if cuts else cut, per_message)
         self.replaced_tokens = sum(per_message[self.start : cut])
         self.level = 1
         if self.condensing:
@@ -216,6 +217,27 @@ class _Compaction:
             fmt,
             first_index=self.start,
             max_item_chars=max_item_chars,
+        )
+
+    def _check_kept_fits(self, floor: int, per_message: Sequence[int]) -> None:
+        """Fail, before any summarizer call, when what must be kept cannot fit on its own.
+
+        ``floor`` is the last cut possible: the messages from it on are kept verbatim
+        whatever the summary, and so are those before :attr:`start` (system messages, and
+        the earlier summaries when they are not condensed).
+        """
+        kept = self.before.total - sum(per_message[self.start : floor])
+        if self.budget.fits(kept, max_tokens=self.max_tokens):
+            return
+        biggest = max(range(floor, len(per_message)), key=per_message.__getitem__)
+        available = self.budget.available(self.max_tokens)
+        self.fail(
+            f"the history cannot fit the window: the messages that must be kept verbatim "
+            f"([{floor}:], with what stays before the summary) need {kept:,} tokens, more than "
+            f"the {available:,} tokens available; the largest, message [{biggest}], is "
+            f"{per_message[biggest]:,} tokens: shorten it (a tool output: "
+            "ctxbudget.truncate_output) before compacting",
+            None,
         )
 
     def _level(self, index: int) -> int:
@@ -310,8 +332,11 @@ class _Compaction:
             )
         out = [*self.msgs[: self.start], message, *self.msgs[self.cut :]]
         out = in_history_type(out, self.msgs)
+        # made-up Gemini ids name message indices: name the kept messages' by their old ones
+        positions = [*range(self.start), None, *range(self.cut, len(self.msgs))]
         try:
-            check_pairing(self.infos, resolve_ids(scan(out, self.fmt)), "compaction")
+            after_infos = resolve_ids(scan(out, self.fmt), positions=positions)
+            check_pairing(self.infos, after_infos, "compaction")
         except PairingError as exc:  # pragma: no cover - cuts are safe by construction
             self.fail(str(exc), exc)
         after = self.estimator.estimate(

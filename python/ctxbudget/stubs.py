@@ -180,9 +180,13 @@ def result_message(fmt: str, call_id: str, tool: str | None, text: str) -> dict[
 
 
 def with_results(fmt: str, message: Any | None, blocks: list[dict[str, Any]]) -> dict[str, Any]:
-    """Anthropic/Gemini: ``blocks`` put first in user message ``message`` (a new message).
+    """Anthropic/Gemini: ``blocks`` added to user message ``message`` (a new message).
 
-    ``None`` makes a new user message holding only ``blocks``.
+    ``blocks`` (results in the order of their calls) go right after the results ``message``
+    already has, before the blocks or parts that follow them. Gemini without call ids pairs
+    responses with the calls of a tool name in order, and the calls left unanswered are that
+    name's last ones: results put first would take the earlier calls' places. ``None`` makes
+    a new user message holding only ``blocks``.
     """
     if fmt == "anthropic":
         if message is None:
@@ -198,8 +202,16 @@ def with_results(fmt: str, message: Any | None, blocks: list[dict[str, Any]]) ->
     if message is None:
         return {"role": "user", "parts": blocks}
     m = dict(message) if isinstance(message, Mapping) else _dump(message)
-    m["parts"] = [*blocks, *(m.get("parts") or [])]
+    parts = list(m.get("parts") or [])
+    after = 1 + max(
+        (i for i, p in enumerate(parts) if isinstance(p, Mapping) and _is_response(p)), default=-1
+    )
+    m["parts"] = [*parts[:after], *blocks, *parts[after:]]
     return m
+
+
+def _is_response(part: Mapping[str, Any]) -> bool:
+    return part.get("function_response") is not None or part.get("functionResponse") is not None
 
 
 def in_history_type(out: list[Any], history: Sequence[Any]) -> list[Any]:

@@ -334,11 +334,22 @@ def scan(messages: Sequence[Any], fmt: str) -> list[MessageInfo]:
     return ScanCache(fmt).scan(messages)
 
 
-def resolve_ids(infos: Sequence[MessageInfo]) -> list[MessageInfo]:
+def resolve_ids(
+    infos: Sequence[MessageInfo], *, positions: Sequence[int | None] | None = None
+) -> list[MessageInfo]:
     """Give Gemini calls and results without ids the ids :mod:`ctxbudget.messages` gives them.
 
-    A call without an id gets ``ctxb_call_<message>_<part>``; a result without an id takes
-    the oldest unanswered call of the same tool name. Other formats are returned unchanged.
+    A call without an id gets ``ctxb_call_<message>_<part>``. Gemini pairs calls and responses
+    turn by turn (the user message right after a model turn answers that turn's calls), so a
+    result without an id takes the first unanswered call of the same tool name in the model
+    turn just before it (the model messages right before the run of result messages it is
+    in); with none, it is an orphan and gets an id of its own. Other formats are returned
+    unchanged.
+
+    ``positions[k]``, when given, is the index that message ``k`` had in an earlier version
+    of the list (``None`` for a message that is new): made-up ids then name the earlier
+    indices, so that a rewrite which moves messages (a summary in place of many) keeps the
+    ids of the calls it did not touch, and :func:`check_pairing` can compare both versions.
     """
     if not any(c[0] is None for i in infos for c in i.calls) and not any(
         r[0] is None for i in infos for r in i.results
@@ -346,20 +357,29 @@ def resolve_ids(infos: Sequence[MessageInfo]) -> list[MessageInfo]:
         return list(infos)
     pending: dict[str, list[str]] = {}
     out: list[MessageInfo] = []
+    previous: Kind | None = None
     for index, info in enumerate(infos):
+        # a new model turn, or a message that is neither: earlier calls stay unanswered
+        if info.kind not in ("assistant", "results") or (
+            info.kind == "assistant" and previous != "assistant"
+        ):
+            pending = {}
+        previous = info.kind
         if not info.calls and not info.results:
             out.append(info)
             continue
+        where = index if positions is None else positions[index]
+        tag = f"{where}" if where is not None else f"new{index}"
         calls = []
         for j, (cid, name) in enumerate(info.calls):
-            call_id = cid if cid is not None else f"{_SYNTH_ID}{index}_{j}"
+            call_id = cid if cid is not None else f"{_SYNTH_ID}{tag}_{j}"
             pending.setdefault(name, []).append(call_id)
             calls.append((call_id, name))
         results = []
         for rid, rname, slot in info.results:
             queue = pending.get(rname or "") or []
             if rid is None:
-                rid = queue.pop(0) if queue else f"{_SYNTH_ID}{index}_{slot}"
+                rid = queue.pop(0) if queue else f"{_SYNTH_ID}{tag}_{slot}"
             elif rid in queue:
                 queue.remove(rid)
             results.append((rid, rname, slot))

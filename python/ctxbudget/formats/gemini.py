@@ -187,10 +187,21 @@ def _read_gemini(content: object, index: int) -> Message:
 
 
 def _gemini_ids(messages: tuple[Message, ...]) -> tuple[Message, ...]:
-    """Give Gemini calls without ids stable ids, and their responses the matching one."""
+    """Give Gemini calls without ids stable ids, and their responses the matching one.
+
+    Gemini pairs calls and responses turn by turn: a response without an id answers the
+    first unanswered call of its name in the model turn right before it (the model messages
+    just before the run of response messages), never a call of an earlier turn.
+    """
     pending: dict[str, list[str]] = {}
     out: list[Message] = []
+    previous: str | None = None
     for index, message in enumerate(messages):
+        answers = any(p.kind == "tool_result" for p in message.parts)
+        kind = "model" if message.role == "assistant" else "results" if answers else "user"
+        if kind == "user" or (kind == "model" and previous != "model"):
+            pending = {}  # a new turn: the calls before it stay unanswered
+        previous = kind
         parts: list[Part] = []
         for j, p in enumerate(message.parts):
             name = p.name
