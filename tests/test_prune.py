@@ -637,3 +637,21 @@ def test_genai_content_history_stays_content_objects() -> None:
         len(history) - len(result.pruned)
     )
     assert history == before
+
+
+def test_gemini_without_ids_keeps_later_calls_when_a_result_is_inserted() -> None:
+    # Made-up Gemini ids name message indices; the added result message shifts the later
+    # ones, and the unanswered call at the end must still read as the same call.
+    def call(name: str) -> dict[str, Any]:
+        return {"role": "model", "parts": [{"function_call": {"name": name, "args": {}}}]}
+
+    history = [
+        {"role": "user", "parts": [{"text": "go"}]},
+        call("ls"),
+        {"role": "model", "parts": [{"text": "I could not run it."}]},
+        {"role": "user", "parts": [{"text": "try again"}]},
+        call("cat"),
+    ]
+    result = prune(history, window=200_000, format="gemini")
+    assert [(p.index, p.kind) for p in result.pruned] == [(1, "missing")]
+    assert len(result.messages) == len(history) + 1

@@ -527,8 +527,11 @@ class Pruner:
             changed = changed or fresh
             replaced[i] = new
             pruned.extend([PrunedOutput(i, *d) for d in done])
+        # positions[k]: the index message k of the view had in msgs (None: a new message)
+        positions: list[int | None] = []
         if not missing:  # the common case: same positions, some messages replaced
             out = list(msgs)
+            positions = list(range(n))
             for i, new in replaced.items():
                 out[i] = new
         for i, m in enumerate(msgs if missing else ()):
@@ -538,8 +541,10 @@ class Pruner:
                     new = with_results(fmt, new, carry)
                 else:
                     out.append(with_results(fmt, None, carry))
+                    positions.append(None)
                 carry = []
             out.append(new)
+            positions.append(i)
             for cid, name in missing.get(i, ()):
                 text = missing_text(name)
                 stub_tokens = estimate_tokens(text, self.encoding)
@@ -555,16 +560,20 @@ class Pruner:
                     chat_inserts.setdefault(j, []).append(block)
                 else:
                     out.append(block)
-            out.extend(chat_inserts.pop(i + 1, ()))
+                    positions.append(None)
+            inserted = chat_inserts.pop(i + 1, ())
+            out.extend(inserted)
+            positions.extend([None] * len(inserted))
         if carry:
             out.append(with_results(fmt, None, carry))
+            positions.append(None)
         out = in_history_type(out, msgs)
         if missed:
             pruned = sorted([*pruned, *missed], key=lambda p: p.index)
         if changed:  # stubs made earlier were checked when they were made
             view_infos = view_scanner.scan(out)
-            if fmt == "gemini":
-                view_infos = resolve_ids(view_infos)
+            if fmt == "gemini":  # made-up ids name the indices the messages had in msgs
+                view_infos = resolve_ids(view_infos, positions=positions)
             check_pairing(infos, view_infos, "pruning")
         after = self._view_est.estimate(out, system=system, tools=tools, max_tokens=max_tokens)
         fits = self.budget.fits(after, max_tokens=max_tokens)
