@@ -404,3 +404,42 @@ def test_genai_content_history_stays_content_objects() -> None:
     assert all(type(m) is types.Content for m in result.messages)
     assert result.messages[0].parts[0].text.startswith("[ctxbudget summary v1")
     assert result.messages[-1] is history[-1]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_the_latest_user_request_survives_verbatim_when_summarized(fmt: str) -> None:
+    # One user turn, many tool steps (an agent loop): the summary replaces the only request.
+    request = "Rename `parse_cfg` to `load_config` everywhere, but do NOT touch vendor/."
+    chat: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": request},
+    ]
+    for i in range(20):
+        arguments = '{"command": "grep -rn parse_cfg"}'
+        call = {
+            "id": f"c{i}",
+            "type": "function",
+            "function": {"name": "bash", "arguments": arguments},
+        }
+        chat.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        chat.append(
+            {"role": "tool", "tool_call_id": f"c{i}", "content": "src/x.py:1: parse_cfg()\n" * 300}
+        )
+    messages, system = in_format(chat, fmt)
+    result = compact(messages, short_summary, window=32_000, system=system, format=fmt)
+    texts = [first_text(fmt, m) or "" for m in result.messages]
+    summary = next(t for t in texts if t.startswith(SUMMARY_MARKER))
+    assert request in summary
+    assert "Fix the failing test." in summary  # the summarizer's text is there too
+    if fmt == "anthropic":  # the new text would join the tool results' user message
+        return
+    # a request still in the kept part is not copied
+    chat.append({"role": "user", "content": "Also update the docs."})
+    chat.append({"role": "assistant", "content": "Will do."})
+    messages, system = in_format(chat, fmt)
+    kept = compact(
+        messages, short_summary, window=32_000, system=system, format=fmt, keep_tokens=50
+    )
+    texts = [first_text(fmt, m) or "" for m in kept.messages]
+    summary = next(t for t in texts if t.startswith(SUMMARY_MARKER))
+    assert request not in summary

@@ -38,7 +38,7 @@ from typing import Any, NoReturn
 
 from ctxbudget.budget import ContextWindowBudget
 from ctxbudget.events import ContextEvent, EventCallback, Reason, check_reason, emit
-from ctxbudget.messages import FORMATS, MessageFormatError, detect_format
+from ctxbudget.messages import FORMATS, MessageFormatError, detect_format, normalize_messages
 from ctxbudget.prune import PruneConfig, make_budget
 from ctxbudget.request import RequestEstimator
 from ctxbudget.stubs import in_history_type
@@ -71,6 +71,8 @@ AsyncSummarizer = Callable[[str, int], Awaitable[str]]
 
 #: Tokens of chat framing added to the summarization prompt when checking that it fits.
 _PROMPT_FRAMING = 16
+#: Longest latest user request copied verbatim into a summary that replaces it, in tokens.
+LATEST_REQUEST_MAX_TOKENS = 2_000
 
 
 class CompactionError(RuntimeError):
@@ -240,6 +242,31 @@ class _Compaction:
             None,
         )
 
+    def _latest_request(self) -> str:
+        """The user's latest request, verbatim, when compaction replaces it (an agent loop
+        of one user turn and many tool steps): its constraints ("do not touch vendor/")
+        must not depend on the summarizer's paraphrase. Text parts only; left out when
+        longer than a quarter of what is replaced or :data:`LATEST_REQUEST_MAX_TOKENS`, so
+        the summary still makes progress."""
+        if any(info.kind == "user" for info in self.infos[self.cut :]):
+            return ""
+        latest = next(
+            (
+                i
+                for i in range(self.cut - 1, self.start - 1, -1)
+                if self.infos[i].kind == "user" and not self.infos[i].summary
+            ),
+            None,
+        )
+        if latest is None:
+            return ""
+        (message,) = normalize_messages([self.msgs[latest]], self.fmt)
+        request = "\n".join(p.text for p in message.parts if p.kind == "text" and p.text)
+        limit = min(LATEST_REQUEST_MAX_TOKENS, self.replaced_tokens // 4)
+        if not request.strip() or estimate_tokens(request, self.encoding) > limit:
+            return ""
+        return f"\n\nThe user's latest request, verbatim:\n<request>\n{request}\n</request>"
+
     def _level(self, index: int) -> int:
         return summary_level(first_text(self.fmt, self.msgs[index])) or 1
 
@@ -319,7 +346,7 @@ class _Compaction:
             text.encode("utf-8")
         except UnicodeEncodeError as e:  # a lone surrogate: no provider would accept it
             self.fail(f"the summarizer returned text that is not valid Unicode: {e}", e)
-        message = summary_message(self.fmt, text, self.level)
+        message = summary_message(self.fmt, text + self._latest_request(), self.level)
         scratch = RequestEstimator(
             self.model, encoding=self.encoding, counter=self.counter, format=self.fmt
         )
