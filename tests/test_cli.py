@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -67,3 +68,31 @@ def test_bundled_samples(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "samples/agent_session.json" in out
     assert out.splitlines()[-1].split()[-1] == "total"
+
+
+def test_text_cut_mid_character_is_counted(tmp_path: Path) -> None:
+    text = "Grüße aus Köln".encode()
+    cut = text[: text.index("ü".encode()) + 1]  # the first byte of a two-byte character
+    done = run("count", stdin=cut)
+    assert done.returncode == 0
+    row = done.stdout.splitlines()[1].split()
+    assert row == [str(estimate_tokens(cut)).encode(), str(len(cut)).encode(), b"(stdin)"]
+    assert b"incomplete UTF-8 character" in done.stderr
+    # The same bytes with text after them are not cut text: refused.
+    broken = tmp_path / "broken.txt"
+    broken.write_bytes(cut + text)
+    done = run("count", str(broken))
+    assert done.returncode == 1
+    assert b"not text" in done.stderr
+
+
+def test_undecodable_file_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    raw = b"bad\xffname.txt"
+    try:
+        path = tmp_path / os.fsdecode(raw)
+        path.write_text("hello\n")
+    except (OSError, UnicodeError):  # pragma: no cover - file systems that refuse such names
+        pytest.skip("the file system refuses non-UTF-8 file names")
+    assert main(["count", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[1].split()[-1] == str(tmp_path / "bad\\xffname.txt")

@@ -40,6 +40,20 @@ CORPUS = [
         ("meta-llama/Llama-3.1-8B-Instruct", "llama3"),
         ("llama3.3-70b", "llama3"),
         ("meta.llama3-1-70b-instruct-v1:0", "llama3"),
+        ("us.meta.llama3-2-90b-instruct-v1:0", "llama3"),
+        ("eu.meta.llama3-2-3b-instruct-v1:0", "llama3"),
+        ("apac.meta.llama3-2-1b-instruct-v1:0", "llama3"),
+        ("global.anthropic.claude-sonnet-4-20250514-v1:0", "conservative"),
+        ("us-gov.meta.llama3-8b-instruct-v1:0", "llama3"),
+        # LLaMA-1 (a 32k SentencePiece vocabulary), not Llama 3.
+        ("llama-30b", "conservative"),
+        ("huggyllama/llama-30b", "conservative"),
+        ("ft:gpt-4o-mini-2024-07-18:org::abc123", "o200k"),
+        ("openai/ft:gpt-3.5-turbo-0125:org:suffix:abc123", "cl100k"),
+        ("gpt-realtime", "o200k"),
+        ("gpt-realtime-mini-2025-10-06", "o200k"),
+        ("gpt-4o-realtime-preview", "o200k"),
+        ("omni-moderation-latest", "o200k"),
         ("Qwen/Qwen2.5-72B-Instruct", "qwen3"),
         ("qwen3-coder", "qwen3"),
         ("qwq-32b", "qwen3"),
@@ -54,6 +68,26 @@ CORPUS = [
 )
 def test_encoding_for_model(model: str, encoding: str) -> None:
     assert encoding_for_model(model) == encoding
+
+
+def test_fine_tuned_models_match_tiktoken() -> None:
+    tiktoken_model = pytest.importorskip("tiktoken.model")
+    for model in (
+        "ft:gpt-4o-2024-08-06:my-org::9abc",
+        "ft:gpt-4o-mini-2024-07-18:my-org:custom:9abc",
+        "ft:gpt-4-0613:my-org::9abc",
+        "ft:gpt-3.5-turbo-0125:my-org::9abc",
+    ):
+        base = tiktoken_model.encoding_name_for_model(model).removesuffix("_base")
+        assert encoding_for_model(model) == base, model
+
+
+@pytest.mark.parametrize("spelling", ["O200K", " o200k", "o200k\n", "Cl100K"])
+def test_encoding_names_ignore_case_and_spaces(spelling: str) -> None:
+    want = spelling.strip().lower()
+    assert counter_for(spelling).name == want
+    assert TokenCounter.estimator(spelling).name == want
+    assert count_tokens("Hello, world!", spelling) == count_tokens("Hello, world!", want)
 
 
 def test_estimates_are_labelled() -> None:
@@ -73,6 +107,19 @@ def test_count_many_matches_count() -> None:
     for counter in (counter_for("cl100k"), counter_for(len)):
         many = counter.count_many(CORPUS)
         assert many == [counter.count(t) for t in CORPUS]
+
+
+def test_count_many_calls_an_estimating_callable() -> None:
+    seen: list[str] = []
+
+    def chars_over_four(text: str) -> int:
+        seen.append(text)
+        return len(text) // 4
+
+    rough = TokenCounter.from_callable(chars_over_four, "chars/4", exact=False)
+    many = rough.count_many(CORPUS)
+    assert seen == CORPUS
+    assert many == [TokenCount(len(t) // 4, Accuracy.ESTIMATE, "chars/4") for t in CORPUS]
 
 
 def test_callable_counter() -> None:
@@ -105,6 +152,25 @@ def test_huggingface_tokenizer_is_exact() -> None:
     want = len(tok.encode(text, add_special_tokens=False).ids)
     assert counter.count(text) == TokenCount(want, Accuracy.EXACT, "huggingface")
     assert counter.count("").tokens == 0
+
+
+def test_huggingface_ignores_truncation_and_padding(tmp_path: Path) -> None:
+    tok = _trained_tokenizer()
+    text = " ".join(CORPUS)
+    want = len(tok.encode(text, add_special_tokens=False).ids)
+    short = "fox"
+    want_short = len(tok.encode(short, add_special_tokens=False).ids)
+    tok.enable_truncation(max_length=want // 2)
+    tok.enable_padding(length=want, pad_id=tok.token_to_id("<s>"), pad_token="<s>")
+    settings = (tok.truncation, tok.padding)
+    path = tmp_path / "tokenizer.json"
+    tok.save(str(path))
+    for counter in (counter_for(tok), counter_for(path)):
+        assert counter.count(text) == TokenCount(want, Accuracy.EXACT, counter.name)
+        assert counter.count(short).tokens == want_short
+        assert counter.count_many([text, short]) == [counter.count(text), counter.count(short)]
+    # The caller's tokenizer keeps its own settings.
+    assert (tok.truncation, tok.padding) == settings
 
 
 def test_huggingface_tokenizer_json_path(tmp_path: Path) -> None:

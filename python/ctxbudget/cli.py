@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import codecs
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,8 +36,36 @@ def _read(name: str) -> bytes:
     return Path(name).read_bytes()
 
 
+def _display(name: str) -> str:
+    """``name`` printable on any stdout: undecodable file-name bytes shown as ``\\xff``."""
+    return os.fsencode(name).decode(sys.getfilesystemencoding(), "backslashreplace")
+
+
+def _cut_character(data: bytes, err: BinaryContentError) -> bool:
+    """True when ``err`` is only an incomplete UTF-8 character at the very end of ``data``.
+
+    ``head -c`` and other byte limits cut text mid-character; that is still text.
+    """
+    if err.reason != "invalid_utf8":
+        return False
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(memoryview(data)[err.offset :], final=False)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def _count_one(name: str, data: bytes, encodings: Sequence[str]) -> _Counted:
-    validate_text(data)
+    try:
+        validate_text(data)
+    except BinaryContentError as err:
+        if not _cut_character(data, err):
+            raise
+        print(
+            f"ctxbudget: {name}: note: ends in an incomplete UTF-8 character "
+            f"({len(data) - err.offset} of its bytes), counted as it is",
+            file=sys.stderr,
+        )
     return _Counted(name, len(data), {enc: estimate_tokens(data, enc) for enc in encodings})
 
 
@@ -56,7 +86,9 @@ def _count(args: argparse.Namespace) -> int:
     if args.samples:
         named = [(str(path), f"samples/{path.name}") for path in _sample_paths()]
     else:
-        named = [(name, "(stdin)" if name == "-" else name) for name in args.files or ["-"]]
+        named = [
+            (name, "(stdin)" if name == "-" else _display(name)) for name in args.files or ["-"]
+        ]
     rows: list[_Counted] = []
     failed = False
     for name, label in named:

@@ -76,12 +76,14 @@ class TokenCounter:
     0
     """
 
-    __slots__ = ("_count", "accuracy", "name")
+    __slots__ = ("_count", "_estimator_encoding", "accuracy", "name")
 
     def __init__(self, count: Callable[[str], int], accuracy: Accuracy, name: str) -> None:
         self._count = count
         self.accuracy = accuracy
         self.name = name
+        # Set only by :meth:`estimator`: then ``count_many`` can use the parallel batch.
+        self._estimator_encoding: str | None = None
 
     def __repr__(self) -> str:
         return f"TokenCounter(name={self.name!r}, accuracy={self.accuracy.name})"
@@ -93,24 +95,37 @@ class TokenCounter:
     def count_many(self, texts: Iterable[str]) -> list[TokenCount]:
         """Count many texts (the estimator does them in parallel)."""
         items = list(texts)
-        if self.accuracy is Accuracy.ESTIMATE:
-            counts = estimate_batch(items, self.name).tolist()
+        if self._estimator_encoding is not None:
+            counts = estimate_batch(items, self._estimator_encoding).tolist()
         else:
             counts = [int(self._count(t)) for t in items]
         return [TokenCount(n, self.accuracy, self.name) for n in counts]
 
     @classmethod
     def estimator(cls, encoding: str = DEFAULT_ENCODING) -> TokenCounter:
-        """The Rust estimator for ``encoding`` (one of ``ENCODINGS``): an ESTIMATE."""
-        if encoding not in ENCODINGS:
+        """The Rust estimator for ``encoding`` (one of ``ENCODINGS``, any case): an ESTIMATE."""
+        name = _encoding_name(encoding)
+        if name is None:
             raise ValueError(f"unknown encoding {encoding!r}; expected one of {ENCODINGS}")
-        return cls(lambda text: estimate_tokens(text, encoding), Accuracy.ESTIMATE, encoding)
+        counter = cls(lambda text: estimate_tokens(text, name), Accuracy.ESTIMATE, name)
+        counter._estimator_encoding = name
+        return counter
 
     @classmethod
     def from_huggingface(cls, tokenizer: Any, name: str | None = None) -> TokenCounter:
-        """A HuggingFace ``tokenizers.Tokenizer``: EXACT, without special tokens added."""
+        """A HuggingFace ``tokenizers.Tokenizer``: EXACT, without special tokens added.
+
+        Truncation and padding set on the tokenizer (many ``tokenizer.json`` files ship with
+        them) are ignored: the counter encodes with a copy that has both turned off, so a long
+        text is not cut to ``max_length`` and a short one is not padded. ``tokenizer`` itself is
+        not changed.
+        """
         if not callable(getattr(tokenizer, "encode", None)):
             raise TypeError(f"expected a tokenizers.Tokenizer, not {type(tokenizer).__name__}")
+        if getattr(tokenizer, "truncation", None) or getattr(tokenizer, "padding", None):
+            tokenizer = type(tokenizer).from_str(tokenizer.to_str())
+            tokenizer.no_truncation()
+            tokenizer.no_padding()
 
         def count(text: str) -> int:
             return len(tokenizer.encode(text, add_special_tokens=False).ids)
@@ -127,7 +142,10 @@ class TokenCounter:
                 "exact counts from tokenizer.json need the `tokenizers` package: "
                 "pip install 'ctxbudget[tokenizers]'"
             ) from exc
-        return cls.from_huggingface(Tokenizer.from_file(os.fspath(path)), name=os.fspath(path))
+        tokenizer = Tokenizer.from_file(os.fspath(path))
+        tokenizer.no_truncation()
+        tokenizer.no_padding()
+        return cls.from_huggingface(tokenizer, name=os.fspath(path))
 
     @classmethod
     def from_tiktoken(cls, encoding: Any) -> TokenCounter:
@@ -172,9 +190,8 @@ def counter_for(source: object = None) -> TokenCounter:
     ):
         return TokenCounter.from_tokenizer_file(os.fspath(source))
     if isinstance(source, str):
-        if source in ENCODINGS:
-            return TokenCounter.estimator(source)
-        return TokenCounter.estimator(encoding_for_model(source))
+        encoding = _encoding_name(source) or encoding_for_model(source)
+        return TokenCounter.estimator(encoding)
     module = type(source).__module__
     if module.startswith("tokenizers"):
         return TokenCounter.from_huggingface(source)
@@ -183,6 +200,12 @@ def counter_for(source: object = None) -> TokenCounter:
     if callable(source):
         return TokenCounter.from_callable(source, getattr(source, "__name__", "callable"))
     raise TypeError(f"cannot count tokens with {type(source).__name__}")
+
+
+def _encoding_name(name: str) -> str | None:
+    """``name`` as one of ``ENCODINGS`` (case and surrounding spaces ignored), else ``None``."""
+    key = name.strip().lower()
+    return key if key in ENCODINGS else None
 
 
 def count_tokens(text: str, source: object = None) -> TokenCount:
@@ -200,22 +223,34 @@ _MODEL_RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(p), e)
     for p, e in (
         # OpenAI: o200k for GPT-4o and everything after it, cl100k for GPT-4 / 3.5 / embeddings-3.
-        (r"^(chatgpt-4o|gpt-4o|gpt-4\.1|gpt-4\.5|gpt-5|gpt-oss|o1|o3|o4|codex)", "o200k"),
+        (
+            r"^(chatgpt-4o|gpt-4o|gpt-4\.1|gpt-4\.5|gpt-5|gpt-oss|gpt-realtime|o1|o3|o4|codex"
+            r"|omni-moderation)",
+            "o200k",
+        ),
         (r"^(gpt-4|gpt-3\.5|gpt-35|text-embedding-3|text-embedding-ada)", "cl100k"),
-        # Meta Llama 3.x (3, 3.1, 3.2, 3.3) share one 128k vocabulary.
-        (r"^(meta-)?llama-?3", "llama3"),
+        # Meta Llama 3.x (3, 3.1, 3.2, 3.3) share one 128k vocabulary; not LLaMA-1 "llama-30b".
+        (r"^(meta-)?llama-?3(?!\d)", "llama3"),
         # Qwen 2 / 2.5 / 3 and QwQ share one 151k vocabulary; DashScope's qwen-max/plus/turbo too.
         (r"^(qwen|qwq)", "qwen3"),
     )
 )
+
+#: OpenAI fine-tuned ids, ``ft:<base model>:<org>:<suffix>:<id>``: group 1 is the base model.
+_FINE_TUNED = re.compile(r"(?:^|/)ft:([^:/]+)")
+#: Bedrock ids: ``<vendor>.<model>``, or with a cross-region inference profile in front
+#: (``us.meta.llama3-2-...``, ``eu.``, ``apac.``, ``us-gov.``, ``global.``, ...).
+_BEDROCK_PREFIX = re.compile(r"^(?:[a-z]+(?:-[a-z]+)?\.)?[a-z]+\.")
 
 
 def encoding_for_model(model: str) -> str:
     """The estimator encoding that fits ``model`` best; ``"conservative"`` when unknown.
 
     Provider prefixes are ignored (``"openai/gpt-4o"``, ``"meta-llama/Llama-3.1-8B"``,
-    ``"bedrock/anthropic.claude-3-5-sonnet"``, ``"models/gemini-2.0-flash"``). OpenAI models map
-    to their real encodings (o200k or cl100k), Llama 3.x to ``llama3``, Qwen 2/2.5/3 to ``qwen3``.
+    ``"bedrock/anthropic.claude-3-5-sonnet"``, ``"us.meta.llama3-2-90b-instruct-v1:0"``,
+    ``"models/gemini-2.0-flash"``), and a fine-tuned ``"ft:gpt-4o-mini-...:org::id"`` counts as
+    its base model. OpenAI models map to their real encodings (o200k or cl100k), Llama 3.x to
+    ``llama3``, Qwen 2/2.5/3 to ``qwen3``.
     Models whose tokenizer we cannot count against here (Claude, Gemini, DeepSeek, Mistral,
     Llama 4, ...) get ``conservative``: never below any of the four, so a budget built on it is
     safe.
@@ -227,11 +262,10 @@ def encoding_for_model(model: str) -> str:
     >>> encoding_for_model("some-new-model")
     'conservative'
     """
-    name = model.strip().lower().rsplit("/", 1)[-1]
-    # Bedrock-style "<vendor>.<model>" ids ("anthropic.claude-...", "meta.llama3-...").
-    vendor, dot, rest = name.partition(".")
-    if dot and vendor.isalpha():
-        name = rest
+    name = model.strip().lower()
+    fine_tuned = _FINE_TUNED.search(name)
+    name = fine_tuned.group(1) if fine_tuned else name.rsplit("/", 1)[-1]
+    name = _BEDROCK_PREFIX.sub("", name, count=1)
     for pattern, encoding in _MODEL_RULES:
         if pattern.search(name):
             return encoding
