@@ -1,6 +1,9 @@
 //! Estimating many texts at once, in parallel across cores when the batch is large.
 
+use std::sync::{Arc, Mutex, TryLockError};
+
 use rayon::prelude::*;
+use rayon::ThreadPool;
 
 use crate::estimate::{Encoding, Estimator};
 use crate::units::{Surrogate, Text};
@@ -21,17 +24,49 @@ pub fn estimate_batch(
 ) -> Result<Vec<u64>, (usize, Surrogate)> {
     let total: usize = texts.iter().map(Text::size).sum();
     let one = |(i, t): (usize, &Text<'_>)| t.estimate(encoding).map_err(|e| (i, e));
-    if texts.len() > 1 && total >= PARALLEL_THRESHOLD {
-        // Small items in runs so the scheduler's overhead stays below the scanning work.
-        texts
-            .par_iter()
-            .enumerate()
-            .with_min_len(16)
-            .map(one)
-            .collect()
-    } else {
-        texts.iter().enumerate().map(one).collect()
+    let parallel = texts.len() > 1 && total >= PARALLEL_THRESHOLD;
+    match parallel.then(pool).flatten() {
+        Some(pool) => pool.install(|| {
+            // Small items in runs so the scheduler's overhead stays below the scanning work.
+            texts
+                .par_iter()
+                .enumerate()
+                .with_min_len(16)
+                .map(one)
+                .collect()
+        }),
+        None => texts.iter().enumerate().map(one).collect(),
     }
+}
+
+/// The thread pool parallel estimates run on, built by this process.
+///
+/// A child made by `fork()` inherits a pool without its threads: work sent to it would wait
+/// forever (`multiprocessing` with `fork`, gunicorn `--preload`, Celery prefork). So the pool
+/// is tagged with the id of the process that built it, and a process that finds another id
+/// builds its own. `None` (run on the calling thread) when the pool is being set up by another
+/// thread, or by a thread that did not survive a fork, or when no pool can be built.
+fn pool() -> Option<Arc<ThreadPool>> {
+    static POOL: Mutex<Option<(u32, Arc<ThreadPool>)>> = Mutex::new(None);
+    let pid = std::process::id();
+    let mut slot = match POOL.try_lock() {
+        Ok(slot) => slot,
+        Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+        Err(TryLockError::WouldBlock) => return None,
+    };
+    match slot.take() {
+        Some((owner, pool)) if owner == pid => {
+            *slot = Some((owner, Arc::clone(&pool)));
+            return Some(pool);
+        }
+        // The parent's pool: its threads are not in this process, and dropping it would
+        // signal them; leave it be.
+        Some(inherited) => std::mem::forget(inherited),
+        None => {}
+    }
+    let pool = Arc::new(rayon::ThreadPoolBuilder::new().build().ok()?);
+    *slot = Some((pid, Arc::clone(&pool)));
+    Some(pool)
 }
 
 /// Texts smaller than this are estimated on the calling thread by [`estimate_parallel`].
@@ -49,19 +84,22 @@ const PARTS_PER_THREAD: usize = 4;
 /// [`Surrogate`] when the text has no UTF-8 form (some offending position, not necessarily
 /// the first).
 pub fn estimate_parallel(text: &Text<'_>, encoding: Encoding) -> Result<u64, Surrogate> {
-    if text.size() < PARALLEL_TEXT_THRESHOLD {
+    let large = text.size() >= PARALLEL_TEXT_THRESHOLD;
+    let Some(pool) = large.then(pool).flatten() else {
         return text.estimate(encoding);
-    }
-    let parts = text.split(rayon::current_num_threads() * PARTS_PER_THREAD);
-    let estimates = parts
-        .par_iter()
-        .map(|(offset, part)| {
-            let mut est = Estimator::new(encoding);
-            part.feed(&mut est)
-                .map_err(|Surrogate(at)| Surrogate(offset + at))?;
-            Ok(est)
-        })
-        .collect::<Result<Vec<Estimator>, Surrogate>>()?;
+    };
+    let parts = text.split(pool.current_num_threads() * PARTS_PER_THREAD);
+    let estimates = pool.install(|| {
+        parts
+            .par_iter()
+            .map(|(offset, part)| {
+                let mut est = Estimator::new(encoding);
+                part.feed(&mut est)
+                    .map_err(|Surrogate(at)| Surrogate(offset + at))?;
+                Ok(est)
+            })
+            .collect::<Result<Vec<Estimator>, Surrogate>>()
+    })?;
     let mut total = Estimator::new(encoding);
     for est in &estimates {
         total.merge(est);

@@ -45,6 +45,15 @@ impl<'py> ByteSource<'py> {
                 "{what} needs a C-contiguous buffer"
             )));
         }
+        if buffer.item_size() != 1 {
+            // A numpy array of strings or an array('I') would be read as raw bytes and
+            // silently miscounted.
+            return Err(PyValueError::new_err(format!(
+                "{what} takes a buffer of bytes, not items of {} bytes ({})",
+                buffer.item_size(),
+                type_name(obj)
+            )));
+        }
         Ok(Self::Buffer(buffer))
     }
 
@@ -226,7 +235,12 @@ fn estimate_batch<'py>(
     for (index, item) in texts.try_iter()?.enumerate() {
         let item = item?;
         sources.push(TextSource::new(&item, "estimate_batch").map_err(|e| {
-            PyTypeError::new_err(format!("estimate_batch: item {index}: {}", e.value(py)))
+            let message = format!("estimate_batch: item {index}: {}", e.value(py));
+            if e.is_instance_of::<PyTypeError>(py) {
+                PyTypeError::new_err(message)
+            } else {
+                PyValueError::new_err(message)
+            }
         })?);
     }
     let views = sources

@@ -9,13 +9,16 @@
 //! [`Text::split`] uses too).
 //!
 //! A buffer without any (64 KB without a line start, or a word followed by a space or
-//! punctuation) is cut at its end: the estimate may then differ from the UTF-8 one by about one
-//! token per 32-64 KB.
+//! punctuation: a long hex or base64 line) grows, doubling, until one comes; only a run of
+//! [`MAX_BUF`] without any is cut at its end, where the estimate may then differ from the UTF-8
+//! one by about a token.
 
 use crate::estimate::{Encoding, Estimator};
 
 /// UTF-8 buffer size: small enough for L2, large enough that cuts are rare.
 const BUF: usize = 64 * 1024;
+/// Largest the buffer grows to while no cut comes (the extra memory a `str` estimate may take).
+const MAX_BUF: usize = 4 * 1024 * 1024;
 
 /// Text in any of the layouts we estimate without copying: UTF-8 bytes or `str` code units.
 #[derive(Debug, Clone, Copy)]
@@ -242,6 +245,7 @@ fn feed_units<U: Unit>(units: &[U], est: &mut Estimator) -> Result<(), Surrogate
     // estimating a short message. Up to 4 bytes per unit, so a small buffer never fills.
     let mut buf = vec![0u8; BUF.min(units.len().saturating_mul(4)) + 4];
     let mut len = 0;
+    let mut flush_at = BUF;
     for (i, &u) in units.iter().enumerate() {
         let c = u.code();
         len += match c {
@@ -269,11 +273,21 @@ fn feed_units<U: Unit>(units: &[U], est: &mut Estimator) -> Result<(), Surrogate
                 4
             }
         };
-        if len >= BUF {
-            let cut = safe_cut(&buf[..len]);
+        if len >= flush_at {
+            let cut = match safe_cut(&buf[..len]) {
+                Some(cut) => cut,
+                None if flush_at < MAX_BUF => {
+                    // No cut yet: take more of the run (the buffer's length keeps 4 spare bytes).
+                    flush_at *= 2;
+                    buf.resize(flush_at + 4, 0);
+                    continue;
+                }
+                None => len,
+            };
             est.feed(&buf[..cut]);
             buf.copy_within(cut..len, 0);
             len -= cut;
+            flush_at = BUF;
         }
     }
     est.feed(&buf[..len]);
@@ -281,12 +295,9 @@ fn feed_units<U: Unit>(units: &[U], est: &mut Estimator) -> Result<(), Surrogate
 }
 
 /// The last position in the second half of `b` (valid UTF-8) where a new piece starts in
-/// every dialect ([`is_cut`]), or the end of `b` when there is none (see the module docs).
-fn safe_cut(b: &[u8]) -> usize {
-    (b.len() / 2..b.len())
-        .rev()
-        .find(|&k| is_cut_utf8(b, k))
-        .unwrap_or(b.len())
+/// every dialect ([`is_cut`]), if any (see the module docs).
+fn safe_cut(b: &[u8]) -> Option<usize> {
+    (b.len() / 2..b.len()).rev().find(|&k| is_cut_utf8(b, k))
 }
 
 #[cfg(test)]
@@ -336,12 +347,25 @@ mod tests {
         }
         check(&s);
         check(&"日本語のテキスト。".repeat(BUF / 8));
-        // No safe cut at all: off by at most a token per cut.
-        let s = "é".repeat(BUF);
+        // Runs longer than the buffer with no safe cut in them (the buffer grows).
+        check(&"é".repeat(BUF));
+        let mut rng = XorShift(0x4e_78);
+        let hex = |rng: &mut XorShift, n: usize| -> String {
+            (0..n)
+                .map(|_| char::from(b"0123456789abcdef"[rng.index(16)]))
+                .collect()
+        };
+        let runs: Vec<String> = (0..4).map(|_| hex(&mut rng, 150_000)).collect();
+        check(&format!("Ünïcode\n{}", runs.join("\n")));
+    }
+
+    #[test]
+    fn a_run_past_the_largest_buffer_is_off_by_about_a_token() {
+        let s = "é".repeat(MAX_BUF);
         let u: Vec<u16> = s.chars().map(|c| c as u16).collect();
         let want = crate::estimate::estimate_tokens(s.as_bytes(), Encoding::O200k);
         let got = estimate_units(&u, Encoding::O200k).unwrap_or(0);
-        assert!(got.abs_diff(want) <= 4, "{got} vs {want}");
+        assert!(got.abs_diff(want) <= 2, "{got} vs {want}");
     }
 
     #[test]

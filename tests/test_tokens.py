@@ -1,5 +1,10 @@
 from __future__ import annotations
 
+import os
+import signal
+import time
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -179,3 +184,52 @@ def test_parallel_small_text_and_errors() -> None:
     bad = "ok\n" * 500_000 + "\ud800"
     with pytest.raises(UnicodeEncodeError):
         estimate_tokens(bad, parallel=True)
+
+
+def test_buffers_of_wider_items_are_refused_not_miscounted() -> None:
+    with pytest.raises(ValueError, match="not items of"):
+        estimate_tokens(np.array(["hello world"]))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"item 1: .*C-contiguous"):
+        estimate_batch(["x", memoryview(b"abcd")[::2]])
+    assert estimate_tokens(memoryview(np.frombuffer(b"hello world", np.uint8))) == estimate_tokens(
+        "hello world"
+    )
+
+
+def test_a_long_run_without_a_cut_counts_the_same_from_str() -> None:
+    # Hex lines longer than the 64 KB transcoding buffer, in a str stored two bytes a char.
+    rng = np.random.default_rng(7)
+    lines = ["".join(rng.choice(list("0123456789abcdef"), 150_000)) for _ in range(3)]
+    text = "Ünïcode ✓\n" + "\n".join(lines)
+    for encoding in ENCODINGS:
+        want = estimate_tokens(text.encode(), encoding)
+        assert estimate_tokens(text, encoding) == want
+        assert estimate_tokens(text, encoding, parallel=True) == want
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+def test_a_forked_child_estimates_in_parallel() -> None:
+    # The parent's thread pool exists before the fork; the child must not wait on it.
+    items = ["hello world, some agent text\n" * 40] * 1000
+    big = "log line 42: ok\n" * 100_000
+    want = (estimate_batch(items).tolist(), estimate_tokens(big, parallel=True))
+    read, write = os.pipe()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork() with threads, 3.12+
+        pid = os.fork()
+    if pid == 0:  # the child: report and leave at once
+        try:
+            got = (estimate_batch(items).tolist(), estimate_tokens(big, parallel=True))
+            os.write(write, b"1" if got == want else b"0")
+        finally:
+            os._exit(0)
+    os.close(write)
+    deadline = time.monotonic() + 60
+    while os.waitpid(pid, os.WNOHANG) == (0, 0):
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child hung on a parallel estimate")
+        time.sleep(0.02)
+    assert os.read(read, 1) == b"1"
+    os.close(read)

@@ -39,13 +39,14 @@ def estimate_tokens(
             :func:`ctxbudget.counting.encoding_for_model` to pick one from a model name.
         parallel: For a text of 1 MB or more, cut it at line starts where every tokenizer
             starts a new piece and estimate the parts on all cores. The count is the same
-            as without it.
+            as without it. Safe after ``fork()``: a child process builds its own threads.
 
     Returns:
         The estimated token count (0 for empty text).
 
     Raises:
-        ValueError: Unknown encoding.
+        ValueError: Unknown encoding, or a buffer that is not C-contiguous or whose items are
+            not single bytes (a numpy array of strings would otherwise be miscounted).
         TypeError: ``text`` is neither ``str`` nor bytes-like.
         UnicodeEncodeError: ``text`` is a ``str`` with a lone surrogate (no UTF-8 form).
 
@@ -72,7 +73,8 @@ def estimate_batch(
         A 1-D ``numpy`` ``int64`` array, one count per text.
 
     Raises:
-        ValueError: Unknown encoding.
+        ValueError: Unknown encoding, or a buffer item :func:`estimate_tokens` refuses with a
+            ``ValueError`` (the message names its index).
         TypeError: An item is neither ``str`` nor bytes-like (the message names its index).
         UnicodeEncodeError: A ``str`` item has a lone surrogate.
 
