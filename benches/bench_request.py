@@ -7,6 +7,8 @@ same way when the shared data is absent. Measured in the same run:
 - ``cold``: :func:`ctxbudget.estimate_request` from the caller's dicts, nothing cached;
 - ``append``: a :class:`ctxbudget.request.RequestEstimator` that has seen the 600 messages
   re-estimates after one more message (only that message is counted);
+- ``append_without_tool_calls``: the same with the texts as plain turns, which no message
+  tells the format of;
 - ``langchain_count_tokens_approximately`` (baseline): LangChain's chars/4 over messages
   converted to LangChain objects beforehand (conversion not timed);
 - ``tiktoken_exact``: exact o200k/cl100k count of every text field with tiktoken.
@@ -130,6 +132,25 @@ def test_append(benchmark: Any) -> None:
     benchmark.group = "request-600msg-append"
     est = benchmark.pedantic(estimator.estimate, setup=setup, rounds=200, iterations=1)
     assert est.total == estimate_request(appended, tools=TOOLS, model="gpt-4o").total
+    benchmark.extra_info["tokens"] = est.total
+
+
+def test_append_without_tool_calls(benchmark: Any) -> None:
+    """The same texts as plain user/assistant turns: no message decides the format."""
+    plain = [
+        {"role": "user" if i % 2 else "assistant", "content": m.get("content") or ""}
+        for i, m in enumerate(CONVERSATION)
+    ]
+    estimator = RequestEstimator("gpt-4o")
+    appended = [*plain, NEXT]
+
+    def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
+        estimator.estimate(plain)
+        return (appended,), {}
+
+    benchmark.group = "request-600msg-append-plain"
+    est = benchmark.pedantic(estimator.estimate, setup=setup, rounds=200, iterations=1)
+    assert est.total == estimate_request(appended, model="gpt-4o").total
     benchmark.extra_info["tokens"] = est.total
 
 

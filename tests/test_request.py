@@ -481,6 +481,23 @@ def test_tool_call_without_id_is_rejected_like_the_validator_does() -> None:
     assert (caught.value.index, caught.value.field) == (0, "tool_calls[0].id")
 
 
+def test_format_is_narrowed_turn_by_turn_until_a_message_decides() -> None:
+    plain = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    est = RequestEstimator("gpt-4o")
+    assert est.estimate(plain).format == "openai_chat"  # undecided: the model's default
+    assert est.format is None
+    call = {"type": "function_call", "call_id": "c1", "name": "ls", "arguments": "{}"}
+    output = {"type": "function_call_output", "call_id": "c1", "output": "a.py"}
+    grown = [*plain, call, output]
+    assert est.estimate(grown) == estimate_request(grown, model="gpt-4o")
+    assert est.format == "openai_responses"
+    # a list that does not extend the last one is read whole
+    other = RequestEstimator("claude-sonnet-4-5")
+    assert other.estimate(plain).format == "anthropic"
+    system_first = [{"role": "system", "content": "Be brief."}, *plain]
+    assert other.estimate(system_first).format == "openai_chat"
+
+
 def test_removed_messages_recount_from_cache() -> None:
     est = RequestEstimator("gpt-4o")
     history = text_chat(10)

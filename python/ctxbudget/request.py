@@ -41,7 +41,8 @@ from itertools import repeat
 from typing import Any
 
 from ctxbudget.counting import Accuracy, encoding_for_model
-from ctxbudget.formats.detect import fitting_formats, pick_format
+from ctxbudget.formats.detect import ANY_FORMAT, fitting_formats, pick_format
+from ctxbudget.formats.model import MessageFormat
 from ctxbudget.messages import (
     Message,
     MessageFormatError,
@@ -701,6 +702,7 @@ class RequestEstimator:
         # Per-message counts and the count of invalidations, shared by share_counts().
         self._by_id: dict[int, tuple[Any, tuple[Any, ...], _Weighed]] = {}
         self._edits = [0]
+        self._counted_as: str | None = None  # the format the cached counts were read in
         self._reset()
 
     def _reset(self) -> None:
@@ -709,6 +711,7 @@ class RequestEstimator:
         self._acc: tuple[float, ...] = (0.0, 0.0, 0.0, 0.0, 1.0)
         self._per_message: list[int] = []
         self._weighed: list[_Weighed] = []
+        self._fits_seen: tuple[list[Any], frozenset[MessageFormat]] = ([], ANY_FORMAT)
         self._seen_edits = self._edits[0]
         self._tools_key: tuple[Any, ...] = (None,)
         self._tools_val: tuple[float, bool] = (0.0, True)
@@ -800,10 +803,17 @@ class RequestEstimator:
             self.format = "openai_chat"
         fmt = self.format
         if fmt is None:
-            fits = fitting_formats(msgs)
+            fits = self._fitting_formats(msgs)
             fmt = pick_format(fits, _native_format(self.profile.name))
             if len(fits) == 1:  # decisive: keep it
                 self.format = fmt
+        if fmt != self._counted_as:
+            # Counts made reading the messages in another format (an undecided list read in
+            # the default format, until a message decided) are not this format's.
+            if self._counted_as is not None:
+                self._by_id.clear()
+                self._edits[0] += 1
+            self._counted_as = fmt
         keys = _FAST_KEYS[fmt]
         if self._seen_edits != self._edits[0]:  # a message was invalidated: re-sum
             self._msgs, self._seen_edits = [], self._edits[0]
@@ -856,6 +866,17 @@ class RequestEstimator:
         else:
             self._refs = self._fresh_refs(msgs, keys)
         return self._assemble(fmt, system, tools, max_tokens)
+
+    def _fitting_formats(self, msgs: list[Any]) -> frozenset[MessageFormat]:
+        """:func:`fitting_formats` of ``msgs``, narrowing what the previous list left when
+        ``msgs`` extends it (a list no message decides is otherwise read whole every turn)."""
+        seen, fits = self._fits_seen
+        if len(msgs) >= len(seen) and all(map(operator.is_, msgs, seen)):
+            fits = fitting_formats(msgs[len(seen) :], fits)
+        else:
+            fits = fitting_formats(msgs)
+        self._fits_seen = (msgs, fits)
+        return fits
 
     def _forget_absent(self, msgs: list[Any]) -> None:
         """Drop cached counts of messages no longer in the conversation.

@@ -70,13 +70,15 @@ def message_fits(message: object) -> frozenset[MessageFormat]:
     return fits
 
 
-def fitting_formats(messages: Sequence[Any]) -> frozenset[MessageFormat]:
-    """The formats every message of ``messages`` fits.
+def fitting_formats(
+    messages: Sequence[Any], fits: frozenset[MessageFormat] = ANY_FORMAT
+) -> frozenset[MessageFormat]:
+    """The formats every message of ``messages`` fits (of ``fits``: what earlier messages of
+    the same list left).
 
     A message that fits none of the formats the earlier ones left does not narrow them
     further: validation in that format then names it.
     """
-    fits = ANY_FORMAT
     for message in messages:
         fits = fits & message_fits(message) or fits
         if len(fits) == 1:
