@@ -8,6 +8,7 @@ import importlib
 import json
 import logging
 import random
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -655,3 +656,78 @@ def test_gemini_without_ids_keeps_later_calls_when_a_result_is_inserted() -> Non
     result = prune(history, window=200_000, format="gemini")
     assert [(p.index, p.kind) for p in result.pruned] == [(1, "missing")]
     assert len(result.messages) == len(history) + 1
+
+
+def test_kept_pruner_notices_replaced_parts_of_genai_content() -> None:
+    types = pytest.importorskip("google.genai.types")
+
+    def call(i: int) -> Any:
+        fn = types.FunctionCall(id=f"c{i}", name="read", args={"p": i})
+        return types.Content(role="model", parts=[types.Part(function_call=fn)])
+
+    def result(i: int, text: str) -> Any:
+        fn = types.FunctionResponse(id=f"c{i}", name="read", response={"result": text})
+        return types.Content(role="user", parts=[types.Part(function_response=fn)])
+
+    history = [types.Content(role="user", parts=[types.Part(text="task")])]
+    for i in range(10):
+        history += [call(i), result(i, f"{i}:" + "some output line\n" * 800)]
+    history += [
+        types.Content(role="model", parts=[types.Part(text="done")]),
+        types.Content(role="user", parts=[types.Part(text="next")]),
+    ]
+    kept = Pruner(window=16_000, model="gemini-2.5-pro", format="gemini")
+    assert kept.prune(history).pruned
+    history[4].parts = result(1, "OTHER TOOL OUTPUT\n" * 3000).parts  # a new parts list
+    one_shot = prune(history, window=16_000, model="gemini-2.5-pro", format="gemini")
+    again = kept.prune(history)
+    assert (again.messages, again.pruned) == (one_shot.messages, one_shot.pruned)
+
+
+def test_kept_pruner_names_the_tool_the_call_has_now() -> None:
+    def history(tool: str) -> list[dict[str, Any]]:
+        call = {"id": "c1", "type": "function", "function": {"name": tool, "arguments": "{}"}}
+        return [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c1", "content": "row\n" * 20_000},
+            *text_turns(6),
+        ]
+
+    kept = Pruner(window=16_000, model="gpt-4o")
+    first = history("Bash ")
+    kept.prune(first)
+    fixed = [first[0], history("bash")[1], *first[2:]]  # the call message replaced
+    assert kept.prune(fixed).messages == prune(fixed, window=16_000, model="gpt-4o").messages
+
+
+def test_an_event_callback_may_call_the_same_pruner() -> None:
+    messages = [
+        {"role": "user", "content": "go"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "row\n" * 20_000},
+        *text_turns(4),
+    ]
+    seen: list[int] = []
+
+    def on_event(event: ContextEvent) -> None:
+        seen.append(len(pruner.prune(messages).messages))
+
+    pruner = Pruner(window=16_000, model="gpt-4o", on_event=on_event)
+    done = threading.Event()
+    worker = threading.Thread(target=lambda: (pruner.prune(messages), done.set()), daemon=True)
+    worker.start()
+    assert done.wait(30), "the callback deadlocked on the Pruner's lock"
+    assert seen == [len(messages)]
+
+
+def text_turns(n: int) -> list[dict[str, Any]]:
+    return [
+        {"role": "assistant" if i % 2 == 0 else "user", "content": f"turn {i}"} for i in range(n)
+    ]

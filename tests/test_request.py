@@ -498,6 +498,25 @@ def test_format_is_narrowed_turn_by_turn_until_a_message_decides() -> None:
     assert other.estimate(system_first).format == "openai_chat"
 
 
+def test_estimators_keep_sharing_counts_after_a_trim() -> None:
+    history = [
+        {"role": "user", "content": [{"type": "text", "text": f"message {i} " * 20}]}
+        for i in range(100)
+    ]
+    full, view = RequestEstimator("gpt-4o"), RequestEstimator("gpt-4o")
+    view.share_counts(full)
+    full.estimate(history)
+    view.estimate(history)
+    history = history[-3:]  # compacted: the cache trims the 97 messages that left
+    full.estimate(history)
+    view.estimate(history)
+    history[-1]["content"].append({"type": "text", "text": "a long addition " * 50})
+    full.invalidate(history[-1])
+    fresh = estimate_request(copy.deepcopy(history), model="gpt-4o")
+    assert full.estimate(history) == fresh
+    assert view.estimate(history) == fresh
+
+
 def test_removed_messages_recount_from_cache() -> None:
     est = RequestEstimator("gpt-4o")
     history = text_chat(10)

@@ -210,8 +210,10 @@ _RESULT_FIELD = {
 
 
 def _content_ref(fmt: str, m: Any) -> Any:
-    """The field holding a message's tool results (a new object there means a new result)."""
-    return m.get(_RESULT_FIELD[fmt]) if type(m) is dict else None
+    """The field holding a message's tool results (a new object there means a new result):
+    of a dict, or an object such as google-genai's ``Content``."""
+    field = _RESULT_FIELD[fmt]
+    return m.get(field) if type(m) is dict else getattr(m, field, None)
 
 
 def make_budget(
@@ -272,12 +274,13 @@ class Pruner:
         # The pruned view shares every unchanged message with the history: count each once.
         self._view_est.share_counts(self._history_est)
         self.encoding = self._history_est.encoding
-        self._lock = threading.Lock()
+        # Reentrant: an on_event callback may call back into this Pruner.
+        self._lock = threading.RLock()
         self._scan: ScanCache | None = None
         self._view_scan: ScanCache | None = None
         self._sizes: dict[tuple[int, int], tuple[Any, Any, int, str]] = {}
         self._stubs: dict[
-            tuple[int, tuple[tuple[int, str], ...]],
+            tuple[int, tuple[tuple[int, StubKind, str | None, str | None], ...]],
             tuple[Any, Any, Any, tuple[tuple[str, str | None, int, int, StubKind], ...]],
         ] = {}
 
@@ -469,17 +472,23 @@ class Pruner:
         names: dict[str, str],
     ) -> tuple[Any, tuple[tuple[str, str | None, int, int, StubKind], ...], bool]:
         """(new message, what was stubbed, made now) for one message, cached per object."""
-        key = (id(m), tuple(sorted((slot, v[0]) for slot, v in slots.items())))
+        if not names:
+            names.update(self._names(infos))
+        ids = {slot: (rid, rname) for rid, rname, slot in info.results}
+        # The stub names the call (its id, made up for Gemini without ids, may move) and the
+        # tool, which the call's message gives: both are part of what the stub depends on.
+        calls = tuple(
+            (slot, v[0], ids[slot][0], ids[slot][1] or names.get(ids[slot][0] or ""))
+            for slot, v in sorted(slots.items())
+        )
+        key = (id(m), calls)
         ref = _content_ref(fmt, m)
         hit = self._stubs.get(key)
         if hit is not None and hit[0] is m and hit[1] is ref:
             return hit[2], hit[3], False
         cfg = self.config
-        if not names:
-            names.update(self._names(infos))
         texts: dict[int, str] = {}
         done: list[tuple[str, str | None, int, int, StubKind]] = []
-        ids = {slot: (rid, rname) for rid, rname, slot in info.results}
         for slot, (kind, tokens, text) in sorted(slots.items()):
             rid, rname = ids[slot]
             tool = rname or names.get(rid or "")

@@ -889,7 +889,9 @@ class RequestEstimator:
         """
         if len(self._by_id) > 2 * len(msgs) + 64:
             present = set(map(id, msgs))
-            self._by_id = {i: v for i, v in self._by_id.items() if i in present}
+            # In place: an estimator sharing the counts (share_counts) shares the trim too.
+            for gone in [i for i in self._by_id if i not in present]:
+                del self._by_id[gone]
 
     def share_counts(self, other: RequestEstimator) -> None:
         """Share per-message counts with ``other``, so each counts a message only once.
