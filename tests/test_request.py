@@ -517,6 +517,30 @@ def test_estimators_keep_sharing_counts_after_a_trim() -> None:
     assert view.estimate(history) == fresh
 
 
+def test_langchain_messages_are_converted_once_each(monkeypatch: pytest.MonkeyPatch) -> None:
+    lc = pytest.importorskip("langchain_core.messages")
+    import ctxbudget.messages as messages_module
+
+    converted: list[int] = []
+    convert = messages_module.from_langchain
+
+    def spy(msgs: list[Any]) -> list[dict[str, Any]]:
+        converted.append(len(msgs))
+        return convert(msgs)
+
+    monkeypatch.setattr(messages_module, "from_langchain", spy)
+    history = [lc.SystemMessage("Be brief."), lc.HumanMessage("hi"), lc.AIMessage("hello")]
+    est = RequestEstimator("gpt-4o")
+    est.estimate(history)
+    converted.clear()
+    history.append(lc.HumanMessage("list the files"))
+    warm = est.estimate(history)
+    assert converted == [1]  # only the new message
+    assert warm == estimate_request(history, model="gpt-4o")
+    history[1].content = "hi, and please be thorough " * 20  # a field replaced: noticed
+    assert est.estimate(history) == estimate_request(history, model="gpt-4o")
+
+
 def test_removed_messages_recount_from_cache() -> None:
     est = RequestEstimator("gpt-4o")
     history = text_chat(10)

@@ -657,7 +657,9 @@ class RequestEstimator:
     ctxbudget does: it never mutates a caller's messages). The system prompt and the tools are
     checked two mappings deep: a tool or block added, removed or replaced in the same list, or
     a tool's ``description`` or ``parameters`` replaced, is noticed; an edit deeper inside
-    ``parameters`` needs :meth:`invalidate` too.
+    ``parameters`` needs :meth:`invalidate` too. LangChain messages are converted to dicts
+    once each (again when their ``content`` or ``tool_calls`` is replaced); their fields are
+    still checked every turn, about a microsecond or two per message.
 
     Thread-safe: one estimator may be shared by several threads (calls are serialised).
 
@@ -703,6 +705,8 @@ class RequestEstimator:
         self._by_id: dict[int, tuple[Any, tuple[Any, ...], _Weighed]] = {}
         self._edits = [0]
         self._counted_as: str | None = None  # the format the cached counts were read in
+        # LangChain messages (by id) -> (message, content fields, the dicts converted from it)
+        self._langchain: dict[int, tuple[Any, tuple[Any, ...], list[Any]]] = {}
         self._reset()
 
     def _reset(self) -> None:
@@ -726,8 +730,10 @@ class RequestEstimator:
         with self._lock:
             if message is None:
                 self._by_id.clear()
+                self._langchain.clear()
             else:
                 self._by_id.pop(id(message), None)
+                self._langchain.pop(id(message), None)  # a LangChain message: convert again
             self._edits[0] += 1  # every sharing estimator re-sums from the per-message cache
             if message is None:
                 self._reset()
@@ -797,9 +803,7 @@ class RequestEstimator:
             )
         msgs = list(messages)
         if msgs and (_is_langchain_message(msgs[0]) or _is_langchain_message(msgs[-1])):
-            from ctxbudget.messages import from_langchain
-
-            msgs = from_langchain(msgs)
+            msgs = self._from_langchain(msgs)
             self.format = "openai_chat"
         fmt = self.format
         if fmt is None:
@@ -866,6 +870,27 @@ class RequestEstimator:
         else:
             self._refs = self._fresh_refs(msgs, keys)
         return self._assemble(fmt, system, tools, max_tokens)
+
+    def _from_langchain(self, msgs: list[Any]) -> list[Any]:
+        """LangChain messages as Chat Completions dicts, each converted once: a message seen
+        before, with the same content fields, gives the same dicts, so the per-message counts
+        and the unchanged prefix apply as they do to dicts."""
+        from ctxbudget.messages import from_langchain
+
+        seen = self._langchain
+        kept: dict[int, tuple[Any, tuple[Any, ...], list[Any]]] = {}
+        out: list[Any] = []
+        for m in msgs:
+            refs = _langchain_refs(m)
+            hit = seen.get(id(m))
+            if hit is not None and hit[0] is m and _same_refs(hit[1], refs):
+                converted = hit[2]
+            else:
+                converted = from_langchain([m])
+            kept[id(m)] = (m, refs, converted)
+            out.extend(converted)
+        self._langchain = kept
+        return out
 
     def _fitting_formats(self, msgs: list[Any]) -> frozenset[MessageFormat]:
         """:func:`fitting_formats` of ``msgs``, narrowing what the previous list left when
@@ -1007,6 +1032,21 @@ def _attr_refs(m: Any, keys: tuple[str, ...]) -> tuple[Any, ...]:
 
 def _all_dicts(msgs: Sequence[Any]) -> bool:
     return all(type(m) is dict for m in msgs)
+
+
+def _langchain_refs(m: Any) -> tuple[Any, ...]:
+    """The fields of a LangChain message (or a dict among them) its conversion depends on,
+    read from the pydantic model's ``__dict__`` (``getattr`` of a field a message type lacks
+    goes through pydantic's slow ``__getattr__``)."""
+    fields = m if isinstance(m, dict) else getattr(m, "__dict__", None)
+    if not isinstance(fields, dict):
+        return (m,)
+    return (
+        fields.get("content"),
+        fields.get("tool_calls"),
+        fields.get("additional_kwargs"),
+        fields.get("type", fields.get("role")),
+    )
 
 
 def _is_langchain_message(obj: object) -> bool:
