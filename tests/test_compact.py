@@ -443,3 +443,27 @@ def test_the_latest_user_request_survives_verbatim_when_summarized(fmt: str) -> 
     texts = [first_text(fmt, m) or "" for m in kept.messages]
     summary = next(t for t in texts if t.startswith(SUMMARY_MARKER))
     assert request not in summary
+
+
+@pytest.mark.parametrize("fmt", ["openai_chat", "openai_responses"])
+def test_a_mid_run_instruction_is_kept_verbatim(fmt: str) -> None:
+    big = "traceback line\n" * 600
+    instruction = "IMPORTANT: from now on never run `rm`."
+    chat: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are helpful."},
+        {"role": "user", "content": "step 1 " + big},
+        {"role": "assistant", "content": "ok"},
+        {"role": "system", "content": instruction},
+        {"role": "user", "content": "step 2 " + big},
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": "step 3"},
+    ]
+    messages, system = in_format(chat, fmt)
+    result = compact(
+        messages, short_summary, window=16_000, keep_tokens=200, system=system, format=fmt
+    )
+    texts = [first_text(fmt, m) or "" for m in result.messages]
+    at = texts.index(instruction)
+    assert texts[at - 1].startswith(SUMMARY_MARKER)  # right after the summary
+    assert result.messages[at] is messages[3]  # the caller's own message
+    assert 1 + result.summarized + result.kept == len(messages)  # 1: the leading system

@@ -99,7 +99,9 @@ class CompactResult:
 
     Attributes:
         messages: The new list: leading system messages, kept summaries, the new summary
-            message, then the kept recent messages (the caller's objects).
+            message, the system/developer messages that were among the summarized ones (a
+            mid-run instruction is kept verbatim), then the kept recent messages (the
+            caller's objects).
         summary: The summarizer's text (without the marker line).
         reason: ``proactive``, ``retry`` or ``overflow``.
         tokens_before: Request input tokens before.
@@ -204,8 +206,14 @@ class _Compaction:
                 "after the system messages and earlier summaries",
                 None,
             )
+        # System/developer messages inside the summarized part (a mid-run instruction) are
+        # kept verbatim, right after the summary: an instruction is not the summarizer's to
+        # paraphrase.
+        self.kept_system = [i for i in range(self.start, cut) if self.infos[i].kind == "system"]
         self._check_kept_fits(cuts[-1] if cuts else cut, per_message)
-        self.replaced_tokens = sum(per_message[self.start : cut])
+        self.replaced_tokens = sum(per_message[self.start : cut]) - sum(
+            per_message[i] for i in self.kept_system
+        )
         self.level = 1
         if self.condensing:
             levels = [self._level(i) for i in range(head, head + n_prior)]
@@ -228,7 +236,9 @@ class _Compaction:
         whatever the summary, and so are those before :attr:`start` (system messages, and
         the earlier summaries when they are not condensed).
         """
-        kept = self.before.total - sum(per_message[self.start : floor])
+        kept = self.before.total - sum(
+            per_message[i] for i in range(self.start, floor) if self.infos[i].kind != "system"
+        )
         if self.budget.fits(kept, max_tokens=self.max_tokens):
             return
         biggest = max(range(floor, len(per_message)), key=per_message.__getitem__)
@@ -357,10 +367,12 @@ class _Compaction:
                 f"{self.replaced_tokens:,} tokens it would replace",
                 None,
             )
-        out = [*self.msgs[: self.start], message, *self.msgs[self.cut :]]
+        system = [self.msgs[i] for i in self.kept_system]
+        out = [*self.msgs[: self.start], message, *system, *self.msgs[self.cut :]]
         out = in_history_type(out, self.msgs)
         # made-up Gemini ids name message indices: name the kept messages' by their old ones
-        positions = [*range(self.start), None, *range(self.cut, len(self.msgs))]
+        after_summary = [*self.kept_system, *range(self.cut, len(self.msgs))]
+        positions: list[int | None] = [*range(self.start), None, *after_summary]
         try:
             after_infos = resolve_ids(scan(out, self.fmt), positions=positions)
             check_pairing(self.infos, after_infos, "compaction")
@@ -370,8 +382,8 @@ class _Compaction:
             out, system=self.system, tools=self.tools, max_tokens=self.max_tokens
         )
         fits = self.budget.fits(after, max_tokens=self.max_tokens)
-        summarized = self.cut - self.start
-        kept = len(self.msgs) - self.cut
+        summarized = self.cut - self.start - len(self.kept_system)
+        kept = len(self.msgs) - self.cut + len(self.kept_system)
         event = ContextEvent(
             action="compact",
             reason=self.reason,
