@@ -416,22 +416,19 @@ def test_responses_stub_keeps_call_id() -> None:
 def test_abandoned_results_are_stubbed_at_run_start(fmt: str) -> None:
     chat = chat_conversation(7, turns=1, steps=1, big=200, abandoned=True)
     messages, system = in_format(chat, fmt)
-    # Anthropic merges the new user text into the message holding the abandoned result:
-    # that looks like mid-run, so only the caller can tell (run_start=True)
-    merged = fmt == "anthropic"
+    result = prune(messages, window=200_000, system=system, format=fmt, run_start=True)
+    interrupted = [p for p in result.pruned if p.kind == "interrupted"]
+    assert len(interrupted) == 1
+    start = f"{STUB_PREFIX}tool output not"
+    stub = next(t for t in texts(result.messages) if t.startswith(start))
+    assert "the run stopped before the model read them" in stub
+    assert "bash" in stub
+    assert pairing_violations(result.messages, fmt) == []
+    # without run_start, a user message after a result is read with it, fitting or not
     total = estimate_request(messages, system=system, format=fmt).total
-    over = ContextWindowBudget(total + 100, 200, margin=0)  # the request does not fit
-    for budget, run_start in ((over, merged), (ContextWindowBudget(200_000), True)):
-        result = prune(messages, system=system, format=fmt, budget=budget, run_start=run_start)
-        interrupted = [p for p in result.pruned if p.kind == "interrupted"]
-        assert len(interrupted) == 1
-        start = f"{STUB_PREFIX}tool output not"
-        stub = next(t for t in texts(result.messages) if t.startswith(start))
-        assert "the run stopped before the model read them" in stub
-        assert "bash" in stub
-        assert pairing_violations(result.messages, fmt) == []
-    if not merged:  # a request that fits keeps it: the user message may go with the result
-        kept = prune(messages, window=200_000, system=system, format=fmt)
+    over = ContextWindowBudget(total + 100, 200, margin=0)
+    for budget in (over, ContextWindowBudget(200_000)):
+        kept = prune(messages, budget=budget, system=system, format=fmt)
         assert not [p for p in kept.pruned if p.kind == "interrupted"]
     # not abandoned yet: mid-run, the results end the history and the model is about to read
     mid, system = in_format(chat[:-1], fmt)
@@ -457,7 +454,7 @@ def test_unanswered_call_gets_an_interrupted_result(fmt: str) -> None:
     assert "Are you still there?" in json.dumps(last)
 
 
-def test_a_result_read_with_a_user_message_after_it_is_kept() -> None:
+def test_a_result_read_with_a_user_message_after_it_is_kept() -> None:  # fits or not
     # Chat tool messages cannot hold images: browser agents send the screenshot as a user
     # message right after the result, and the model reads both.
     page = "\n".join(f"<div id='row{i}'>order #{1000 + i} status=shipped</div>" for i in range(120))
@@ -731,3 +728,25 @@ def text_turns(n: int) -> list[dict[str, Any]]:
     return [
         {"role": "assistant" if i % 2 == 0 else "user", "content": f"turn {i}"} for i in range(n)
     ]
+
+
+def test_an_overflowing_browser_run_keeps_the_results_the_model_read() -> None:
+    # Every page comes with a screenshot as a user message; the request is over budget.
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+    history: list[dict[str, Any]] = [{"role": "user", "content": "Find the pending orders."}]
+    for i in range(12):
+        call = {
+            "id": f"c{i}",
+            "type": "function",
+            "function": {"name": "get_page", "arguments": "{}"},
+        }
+        history += [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{i}", "content": f"<div>page {i}</div>\n" * 400},
+            {"role": "user", "content": [{"type": "text", "text": "Screenshot:"}, image]},
+        ]
+    total = estimate_request(history, model="gpt-4o").total
+    result = prune(history, budget=ContextWindowBudget(total, 2_000, margin=0), model="gpt-4o")
+    assert result.pruned and result.fits
+    assert all(p.kind == "old" for p in result.pruned)  # older pages, as old outputs
+    assert result.messages[-2] is history[-2]  # the page the model is about to read

@@ -30,10 +30,11 @@ What is pruned:
    output that leaves the tail, rather than one per turn). Stubs are the same objects from
    call to call (:class:`Pruner`), so the pruned view is stable and cacheable too. 20000 is
    OpenCode's ``PRUNE_MINIMUM``.
-3. **Run start** (SPEC D4). A tool result is *abandoned* when a new user turn follows it with
-   no assistant reply in between (a run failed after the tool ran, typically because the
-   request carrying that result overflowed) and the request does not fit or
-   ``run_start=True``; or, with ``run_start=True``, when it ends the history. (A request that
+3. **Run start** (SPEC D4). With ``run_start=True``, the tool results after the last assistant
+   message are *abandoned*: a run failed after the tools ran (typically because the request
+   carrying their results overflowed), and a new run starts. A result the model replied after
+   is never abandoned, and without ``run_start`` nothing is: a user message right after a
+   result is read with it (browser agents send the screenshot that way). (A request that
    fits keeps such results: agents send a screenshot as a user message right after the tool
    result, and the model reads both.) The model never read an abandoned result, so nothing
    later depends on it, and it is the likely cause of the failure: every abandoned result of
@@ -384,21 +385,17 @@ class Pruner:
                     floor += 1
                 tail = floor
 
-        # -- abandoned results (D4): a user turn follows with no assistant reply; only at a
-        # run start or when the request does not fit (a user message after a result that
-        # fits is read with it: a screenshot sent after the tool call, say)
+        # -- abandoned results (D4): at a run start, the results after the last assistant
+        # message (without run_start, a user message after a result is read with it: a
+        # screenshot sent after the tool call, say)
         abandoned: set[int] = set()
-        state = "abandoned" if run_start else "open"
-        users_abandon = run_start or not fits_before
-        for i in range(n - 1, -1, -1):
-            kind = infos[i].kind
-            if kind == "results":
-                if state == "abandoned":
+        if run_start:
+            for i in range(n - 1, -1, -1):
+                kind = infos[i].kind
+                if kind == "assistant":
+                    break  # the model replied after everything before: nothing there is unread
+                if kind == "results":
                     abandoned.add(i)
-            elif kind == "assistant":
-                state = "answered"
-            elif kind == "user" and users_abandon:
-                state = "abandoned"
 
         # -- what to stub: (slot -> (kind, tokens, text)) per message index
         stubs: dict[int, dict[int, tuple[StubKind, int, str]]] = {}
