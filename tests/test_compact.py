@@ -467,3 +467,40 @@ def test_a_mid_run_instruction_is_kept_verbatim(fmt: str) -> None:
     assert texts[at - 1].startswith(SUMMARY_MARKER)  # right after the summary
     assert result.messages[at] is messages[3]  # the caller's own message
     assert 1 + result.summarized + result.kept == len(messages)  # 1: the leading system
+
+
+def test_the_latest_request_survives_condensing_summaries() -> None:
+    request = "Rename parse_cfg to load_config everywhere, but do NOT touch vendor/."
+    history: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": request},
+    ]
+
+    def steps(first: int) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for i in range(first, first + 20):
+            arguments = '{"command": "grep -rn parse_cfg"}'
+            call = {
+                "id": f"c{i}",
+                "type": "function",
+                "function": {"name": "bash", "arguments": arguments},
+            }
+            out.append({"role": "assistant", "content": None, "tool_calls": [call]})
+            out.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": f"c{i}",
+                    "content": "src/x.py:1: parse_cfg()\n" * 300,
+                }
+            )
+        return out
+
+    levels = []
+    for round_ in range(5):
+        history += steps(20 * round_)
+        result = compact(history, short_summary, window=32_000)
+        levels.append(result.level)
+        history = list(result.messages)
+        summaries = [m["content"] for m in history if str(m["content"]).startswith(SUMMARY_MARKER)]
+        assert any(request in s for s in summaries), f"lost at compaction {round_ + 1}"
+    assert max(levels) >= 2  # a condensing compaction happened

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
@@ -73,6 +74,8 @@ AsyncSummarizer = Callable[[str, int], Awaitable[str]]
 _PROMPT_FRAMING = 16
 #: Longest latest user request copied verbatim into a summary that replaces it, in tokens.
 LATEST_REQUEST_MAX_TOKENS = 2_000
+_REQUEST_HEAD = "\n\nThe user's latest request, verbatim:\n"
+_REQUEST_BLOCK = re.compile(r"\n<request>\n(.*)\n</request>\Z", re.DOTALL)
 
 
 class CompactionError(RuntimeError):
@@ -257,25 +260,28 @@ class _Compaction:
         of one user turn and many tool steps): its constraints ("do not touch vendor/")
         must not depend on the summarizer's paraphrase. Text parts only; left out when
         longer than a quarter of what is replaced or :data:`LATEST_REQUEST_MAX_TOKENS`, so
-        the summary still makes progress."""
+        the summary still makes progress. An earlier summary being condensed carries its
+        copy forward."""
         if any(info.kind == "user" for info in self.infos[self.cut :]):
             return ""
-        latest = next(
-            (
-                i
-                for i in range(self.cut - 1, self.start - 1, -1)
-                if self.infos[i].kind == "user" and not self.infos[i].summary
-            ),
-            None,
-        )
-        if latest is None:
-            return ""
-        (message,) = normalize_messages([self.msgs[latest]], self.fmt)
-        request = "\n".join(p.text for p in message.parts if p.kind == "text" and p.text)
+        request = ""
+        for i in range(self.cut - 1, self.start - 1, -1):
+            info = self.infos[i]
+            if info.summary:
+                found = _REQUEST_BLOCK.search(first_text(self.fmt, self.msgs[i]) or "")
+                if not found:
+                    continue
+                request = found.group(1)
+            elif info.kind == "user":
+                (message,) = normalize_messages([self.msgs[i]], self.fmt)
+                request = "\n".join(p.text for p in message.parts if p.kind == "text" and p.text)
+            else:
+                continue
+            break
         limit = min(LATEST_REQUEST_MAX_TOKENS, self.replaced_tokens // 4)
         if not request.strip() or estimate_tokens(request, self.encoding) > limit:
             return ""
-        return f"\n\nThe user's latest request, verbatim:\n<request>\n{request}\n</request>"
+        return f"{_REQUEST_HEAD}<request>\n{request}\n</request>"
 
     def _level(self, index: int) -> int:
         return summary_level(first_text(self.fmt, self.msgs[index])) or 1
