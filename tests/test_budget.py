@@ -33,8 +33,8 @@ def reference_reserve(
         base = DEFAULT_OUTPUT_RESERVE
     total = base + margin
     capped = total if fraction is None else min(total, int(window * fraction))
-    # The cap never trims the request's own max_tokens (the provider would refuse it).
-    return max(capped, max_tokens) if reserved is None and max_tokens is not None else capped
+    # The cap never trims an output size asked for (the provider would refuse the request).
+    return max([capped, *(x for x in (reserved, max_tokens) if x is not None)])
 
 
 @given(
@@ -65,10 +65,12 @@ def test_reserve_rule(
 def test_a_request_over_the_window_with_its_own_max_tokens_never_fits(
     window: int, max_tokens: int
 ) -> None:
-    budget = ContextWindowBudget(window)
-    room = window - max_tokens
-    assert not budget.fits(room + 1, max_tokens=max_tokens)
-    assert budget.reserve(max_tokens) >= max_tokens
+    for budget in (ContextWindowBudget(window), ContextWindowBudget(window, max_tokens // 2)):
+        room = window - max_tokens
+        assert not budget.fits(room + 1, max_tokens=max_tokens)
+        assert budget.reserve(max_tokens) >= max_tokens
+    fixed = ContextWindowBudget(window, max_tokens)  # the budget's own reserved output
+    assert not fixed.fits(window - max_tokens + 1)
 
 
 @given(window=windows, reserved=maybe_tokens, max_tokens=maybe_tokens)

@@ -6,8 +6,8 @@ A request needs ``input + reserve <= window``. The reserve (room kept for the mo
    model's maximum output (registry), else 16k;
 2. plus a 20k ``margin`` (for estimation error and the provider's own additions);
 3. capped at ``max_reserve_fraction`` (25%) of the window, except that the reserve is never
-   below the request's own ``max_tokens``: providers refuse a request whose input plus
-   ``max_tokens`` is over the window.
+   below the request's own ``max_tokens`` or the budget's ``reserved_output``: providers
+   refuse a request whose input plus ``max_tokens`` is over the window.
 
 The boundary is exact: a request that fills the budget exactly :meth:`~ContextWindowBudget.fits`,
 one token more does not. Compaction is due from the same point on
@@ -206,10 +206,12 @@ class ContextWindowBudget:
         reserve = base + self.margin
         if self.max_reserve_fraction is not None:
             reserve = min(reserve, int(self.window * self.max_reserve_fraction))
-        if self.reserved_output is None and max_tokens is not None:
-            # Providers refuse a request whose input + max_tokens exceeds the window: the cap
-            # trims the margin and a model's default output, never the request's own cap.
-            reserve = max(reserve, max_tokens)
+        # Providers refuse a request whose input + max_tokens exceeds the window: the cap trims
+        # the margin and a model's default output, never an output size asked for (the
+        # request's max_tokens, or the budget's own reserved_output).
+        for asked in (self.reserved_output, max_tokens):
+            if asked is not None:
+                reserve = max(reserve, asked)
         return reserve
 
     def available(self, max_tokens: int | None = None) -> int:
