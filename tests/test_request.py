@@ -421,6 +421,28 @@ def test_tools_and_system_edited_in_the_same_list_are_noticed() -> None:
     )
 
 
+def test_nested_edits_to_gemini_system_and_tools_are_noticed() -> None:
+    history = [{"role": "user", "parts": [{"text": "hi"}]}]
+    system = {"parts": [{"text": "Be terse."}]}
+    declaration = {"name": "ls", "description": "List files.", "parameters": {"type": "object"}}
+    tools = [{"function_declarations": [declaration]}]
+    est = RequestEstimator("gemini-2.5-pro")
+    est.estimate(history, system=system, tools=tools)
+    system["parts"].append({"text": "Repository notes: " + "src/a.py " * 300})
+    tools[0]["function_declarations"].append(
+        {**declaration, "name": "cat", "description": "Read. " * 200}
+    )
+    fresh = estimate_request(
+        history, system=copy.deepcopy(system), tools=copy.deepcopy(tools), model="gemini-2.5-pro"
+    )
+    assert est.estimate(history, system=system, tools=tools) == fresh
+    declaration["parameters"]["properties"] = {"path": {"type": "string", "description": "x " * 99}}
+    deeper = estimate_request(
+        history, system=system, tools=copy.deepcopy(tools), model="gemini-2.5-pro"
+    )
+    assert est.estimate(history, system=system, tools=tools) == deeper
+
+
 def test_invalidate_reaches_estimators_sharing_counts() -> None:
     history = [
         {"role": "user", "content": [{"type": "text", "text": "hello"}]},

@@ -28,6 +28,7 @@ True
 from __future__ import annotations
 
 import base64
+import copy
 import json
 import math
 import operator
@@ -620,23 +621,28 @@ def _surrogate_field(value: Any, path: str = "") -> str:
     return next((f for p, v in items if (f := _surrogate_field(v, p))), "")
 
 
-def _content_refs(value: Any) -> tuple[Any, ...]:
-    """The objects a system prompt or tools list is made of, two mappings deep: the list, each
-    entry, each entry's values and their values (a tool's ``function`` and its ``name``,
-    ``description``, ``parameters``; a block's ``text``). Compared by identity with
-    :func:`_same_refs`, they show an entry added, removed or replaced, or a field of one
-    replaced, even in the same list; holding them keeps their identities unique."""
-    if isinstance(value, str) or not isinstance(value, Sequence):
-        return (value,)
-    out: list[Any] = [value]
-    for item in value:
-        out.append(item)
-        if isinstance(item, Mapping):
-            for v in item.values():
-                out.append(v)
-                if isinstance(v, Mapping):
-                    out.extend(v.values())
-    return tuple(out)
+#: What a value that could not be copied is compared with: only itself.
+_UNCOPIED: Any = object()
+
+
+def _snapshot(value: Any) -> Any:
+    """A deep copy of a system prompt or tools list, to tell later whether it changed (edits in
+    place included); :data:`_UNCOPIED` for what cannot be copied."""
+    try:
+        return copy.deepcopy(value)
+    except Exception:  # anything uncopyable is compared by identity instead
+        return _UNCOPIED
+
+
+def _unchanged(value: Any, ref: Any, snapshot: Any) -> bool:
+    """Whether ``value`` is what was counted: equal to its snapshot (a C-level comparison,
+    mostly of identical objects), or the very object when it could not be copied."""
+    if snapshot is _UNCOPIED:
+        return value is ref
+    try:
+        return bool(value == snapshot)
+    except Exception:  # a value that cannot be compared counts as changed
+        return False
 
 
 def _same_refs(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
@@ -655,9 +661,8 @@ class RequestEstimator:
     (...)``, editing one tool call's arguments inside the same ``tool_calls`` list) is not:
     call :meth:`invalidate` after such an edit (or pass a new message object, as the rest of
     ctxbudget does: it never mutates a caller's messages). The system prompt and the tools are
-    checked two mappings deep: a tool or block added, removed or replaced in the same list, or
-    a tool's ``description`` or ``parameters`` replaced, is noticed; an edit deeper inside
-    ``parameters`` needs :meth:`invalidate` too. LangChain messages are converted to dicts
+    compared with a copy taken when they were counted, so any edit to them is noticed, in
+    place or not, at any depth. LangChain messages are converted to dicts
     once each (again when their ``content`` or ``tool_calls`` is replaced); their fields are
     still checked every turn, about a microsecond or two per message.
 
@@ -717,10 +722,9 @@ class RequestEstimator:
         self._weighed: list[_Weighed] = []
         self._fits_seen: tuple[list[Any], frozenset[MessageFormat]] = ([], ANY_FORMAT)
         self._seen_edits = self._edits[0]
-        self._tools_key: tuple[Any, ...] = (None,)
-        self._tools_val: tuple[float, bool] = (0.0, True)
-        self._system_key: tuple[Any, ...] = (None,)
-        self._system_val: tuple[int, bool] = (0, True)
+        # The system prompt and tools last counted: (the object, a deep copy, the count)
+        self._tools_seen: tuple[Any, Any, tuple[float, bool]] = (None, _UNCOPIED, (0.0, True))
+        self._system_seen: tuple[Any, Any, tuple[int, bool]] = (None, _UNCOPIED, (0, True))
 
     def invalidate(self, message: Any = None) -> None:
         """Forget cached counts: of one message, or of everything when ``message`` is None.
@@ -978,9 +982,9 @@ class RequestEstimator:
     def _system_tokens(self, system: Any, fmt: str) -> tuple[int, bool]:
         if system is None:
             return 0, True
-        key = _content_refs(system)
-        if _same_refs(key, self._system_key):
-            return self._system_val
+        ref, snapshot, value = self._system_seen
+        if _unchanged(system, ref, snapshot):
+            return value
         count = self._count_fn()
         if isinstance(system, str):
             value = (count(system) if system else 0, True)
@@ -990,15 +994,15 @@ class RequestEstimator:
             msg = _system_messages(system)[0]
             text, _, _, attach, exact = _count_parts(msg.parts, count, self.profile.image_rule)
             value = (text + attach, exact)
-        self._system_key, self._system_val = key, value
+        self._system_seen = (system, _snapshot(system), value)
         return value
 
     def _tools_tokens(self, tools: Sequence[Any] | None) -> tuple[float, bool]:
         if not tools:
             return 0.0, True
-        key = _content_refs(tools)
-        if _same_refs(key, self._tools_key):
-            return self._tools_val
+        ref, snapshot, value = self._tools_seen
+        if _unchanged(tools, ref, snapshot):
+            return value
         p = self.profile
         count = self._count_fn()
         specs = normalize_tools(tools)
@@ -1020,7 +1024,7 @@ class RequestEstimator:
                 )
             total += count(body) * p.args_factor + p.per_tool
         value = (total, False)
-        self._tools_key, self._tools_val = key, value
+        self._tools_seen = (tools, _snapshot(tools), value)
         return value
 
 
