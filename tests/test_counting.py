@@ -173,6 +173,22 @@ def test_huggingface_ignores_truncation_and_padding(tmp_path: Path) -> None:
     assert (tok.truncation, tok.padding) == settings
 
 
+def test_a_truncating_tokenizer_is_copied_once_per_settings() -> None:
+    import ctxbudget.counting as counting
+
+    tok = _trained_tokenizer()
+    text = " ".join(CORPUS)
+    want = len(tok.encode(text, add_special_tokens=False).ids)
+    tok.enable_truncation(max_length=want // 2)
+    counts = [count_tokens(text, tok).tokens for _ in range(3)]
+    assert counts == [want] * 3
+    copies = [v[2] for v in counting._UNTRUNCATED.values() if v[0] is tok]
+    assert len(copies) == 1  # one copy served the three calls
+    tok.enable_padding(length=want * 2)  # other settings: a fresh copy, the same count
+    assert count_tokens(text, tok).tokens == want
+    assert [v[2] for v in counting._UNTRUNCATED.values() if v[0] is tok] != copies
+
+
 def test_huggingface_tokenizer_json_path(tmp_path: Path) -> None:
     tok = _trained_tokenizer()
     path = tmp_path / "tokenizer.json"

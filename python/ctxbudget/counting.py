@@ -18,6 +18,8 @@ from __future__ import annotations
 import enum
 import os
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -122,10 +124,7 @@ class TokenCounter:
         """
         if not callable(getattr(tokenizer, "encode", None)):
             raise TypeError(f"expected a tokenizers.Tokenizer, not {type(tokenizer).__name__}")
-        if getattr(tokenizer, "truncation", None) or getattr(tokenizer, "padding", None):
-            tokenizer = type(tokenizer).from_str(tokenizer.to_str())
-            tokenizer.no_truncation()
-            tokenizer.no_padding()
+        tokenizer = _without_truncation(tokenizer)
 
         def count(text: str) -> int:
             return len(tokenizer.encode(text, add_special_tokens=False).ids)
@@ -206,6 +205,35 @@ def _encoding_name(name: str) -> str | None:
     """``name`` as one of ``ENCODINGS`` (case and surrounding spaces ignored), else ``None``."""
     key = name.strip().lower()
     return key if key in ENCODINGS else None
+
+
+#: Copies of HuggingFace tokenizers with truncation and padding off, by the original's id:
+#: (original, its truncation and padding settings, the copy); a few, the newest kept.
+_UNTRUNCATED: OrderedDict[int, tuple[Any, tuple[Any, Any], Any]] = OrderedDict()
+_UNTRUNCATED_LOCK = threading.Lock()
+_UNTRUNCATED_KEPT = 8
+
+
+def _without_truncation(tokenizer: Any) -> Any:
+    """``tokenizer``, or when it truncates or pads, a copy that does neither: made once per
+    tokenizer and settings (copying a large vocabulary takes tens of milliseconds, and
+    :func:`count_tokens` makes a counter per call)."""
+    settings = (getattr(tokenizer, "truncation", None), getattr(tokenizer, "padding", None))
+    if not any(settings):
+        return tokenizer
+    with _UNTRUNCATED_LOCK:
+        hit = _UNTRUNCATED.get(id(tokenizer))
+        if hit is not None and hit[0] is tokenizer and hit[1] == settings:
+            _UNTRUNCATED.move_to_end(id(tokenizer))
+            return hit[2]
+    untruncated = type(tokenizer).from_str(tokenizer.to_str())
+    untruncated.no_truncation()
+    untruncated.no_padding()
+    with _UNTRUNCATED_LOCK:
+        _UNTRUNCATED[id(tokenizer)] = (tokenizer, settings, untruncated)
+        while len(_UNTRUNCATED) > _UNTRUNCATED_KEPT:
+            _UNTRUNCATED.popitem(last=False)
+    return untruncated
 
 
 def count_tokens(text: str, source: object = None) -> TokenCount:
