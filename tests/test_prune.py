@@ -750,3 +750,21 @@ def test_an_overflowing_browser_run_keeps_the_results_the_model_read() -> None:
     assert result.pruned and result.fits
     assert all(p.kind == "old" for p in result.pruned)  # older pages, as old outputs
     assert result.messages[-2] is history[-2]  # the page the model is about to read
+
+
+def test_kept_pruner_on_a_list_no_message_decides_then_one_does() -> None:
+    plain: list[dict[str, Any]] = []
+    for i in range(30):
+        plain += [
+            {"role": "user", "content": f"question {i} " + "detail " * 200},
+            {"role": "assistant", "content": f"answer {i}"},
+        ]
+    pruner = Pruner(window=16_000, model="gpt-4.1")
+    for n in (40, 50, 60):  # appended turn by turn, undecided all along
+        assert pruner.prune(plain[:n]) == prune(plain[:n], window=16_000, model="gpt-4.1")
+    assert pruner.format is None
+    call = {"type": "function_call", "call_id": "c1", "name": "ls", "arguments": "{}"}
+    output = {"type": "function_call_output", "call_id": "c1", "output": "a.py\n" * 3000}
+    decided = [*plain, call, output, {"role": "user", "content": "and now?"}]
+    assert pruner.prune(decided) == prune(decided, window=16_000, model="gpt-4.1")
+    assert pruner.format == "openai_responses"

@@ -54,6 +54,7 @@ construction; the check is the guarantee).
 
 from __future__ import annotations
 
+import operator
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -61,8 +62,9 @@ from typing import Any, Literal
 
 from ctxbudget.budget import ContextWindowBudget
 from ctxbudget.events import ContextEvent, EventCallback, check_reason, emit
-from ctxbudget.formats.detect import decided_format
-from ctxbudget.messages import FORMATS, MessageFormatError, detect_format
+from ctxbudget.formats.detect import ANY_FORMAT, fitting_formats, pick_format
+from ctxbudget.formats.model import MessageFormat
+from ctxbudget.messages import FORMATS, MessageFormatError
 from ctxbudget.request import RequestEstimate, RequestEstimator
 from ctxbudget.stubs import (
     STUB_PREFIX,
@@ -279,6 +281,10 @@ class Pruner:
         self._lock = threading.RLock()
         self._scan: ScanCache | None = None
         self._view_scan: ScanCache | None = None
+        # Before a message decides the format: the formats the last list fitted, and the
+        # scan caches of the format it was read in.
+        self._fits_seen: tuple[list[Any], frozenset[MessageFormat]] = ([], ANY_FORMAT)
+        self._undecided: dict[str, tuple[ScanCache, ScanCache]] = {}
         self._sizes: dict[tuple[int, int], tuple[Any, Any, int, str]] = {}
         self._stubs: dict[
             tuple[int, tuple[tuple[int, StubKind, str | None, str | None], ...]],
@@ -305,11 +311,20 @@ class Pruner:
     def _scanners(self, msgs: list[Any]) -> tuple[str, ScanCache, ScanCache]:
         fmt = self.format
         if fmt is None:
-            decided = decided_format(msgs)
-            if decided is None:  # not decisive yet: do not lock it in
-                fmt = detect_format(msgs)
-                return fmt, ScanCache(fmt), ScanCache(fmt)
-            fmt = self.format = decided
+            # Narrowed from what the list seen last left, when this one extends it.
+            seen, fits = self._fits_seen
+            if len(msgs) >= len(seen) and all(map(operator.is_, msgs, seen)):
+                fits = fitting_formats(msgs[len(seen) :], fits)
+            else:
+                fits = fitting_formats(msgs)
+            self._fits_seen = (msgs, fits)
+            if len(fits) != 1:  # not decisive yet: do not lock it in
+                fmt = pick_format(fits, "openai_chat")
+                if fmt not in self._undecided:
+                    self._undecided[fmt] = (ScanCache(fmt), ScanCache(fmt))
+                return fmt, *self._undecided[fmt]
+            fmt = self.format = next(iter(fits))
+            self._undecided.clear()
         if self._scan is None or self._view_scan is None:
             self._scan = ScanCache(fmt)
             self._view_scan = ScanCache(fmt)
