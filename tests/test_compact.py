@@ -406,6 +406,18 @@ def test_genai_content_history_stays_content_objects() -> None:
     assert result.messages[-1] is history[-1]
 
 
+def grep_steps(first: int, count: int) -> list[dict[str, Any]]:
+    """``count`` agent steps (a grep call and its long output), call ids from ``first``."""
+    out: list[dict[str, Any]] = []
+    for i in range(first, first + count):
+        function = {"name": "bash", "arguments": '{"command": "grep -rn parse_cfg"}'}
+        call = {"id": f"c{i}", "type": "function", "function": function}
+        out.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        result = "src/x.py:1: parse_cfg()\n" * 300
+        out.append({"role": "tool", "tool_call_id": f"c{i}", "content": result})
+    return out
+
+
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_the_latest_user_request_survives_verbatim_when_summarized(fmt: str) -> None:
     # One user turn, many tool steps (an agent loop): the summary replaces the only request.
@@ -414,17 +426,7 @@ def test_the_latest_user_request_survives_verbatim_when_summarized(fmt: str) -> 
         {"role": "system", "content": "You are a coding agent."},
         {"role": "user", "content": request},
     ]
-    for i in range(20):
-        arguments = '{"command": "grep -rn parse_cfg"}'
-        call = {
-            "id": f"c{i}",
-            "type": "function",
-            "function": {"name": "bash", "arguments": arguments},
-        }
-        chat.append({"role": "assistant", "content": None, "tool_calls": [call]})
-        chat.append(
-            {"role": "tool", "tool_call_id": f"c{i}", "content": "src/x.py:1: parse_cfg()\n" * 300}
-        )
+    chat += grep_steps(0, 20)
     messages, system = in_format(chat, fmt)
     result = compact(messages, short_summary, window=32_000, system=system, format=fmt)
     texts = [first_text(fmt, m) or "" for m in result.messages]
@@ -476,28 +478,9 @@ def test_the_latest_request_survives_condensing_summaries() -> None:
         {"role": "user", "content": request},
     ]
 
-    def steps(first: int) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
-        for i in range(first, first + 20):
-            arguments = '{"command": "grep -rn parse_cfg"}'
-            call = {
-                "id": f"c{i}",
-                "type": "function",
-                "function": {"name": "bash", "arguments": arguments},
-            }
-            out.append({"role": "assistant", "content": None, "tool_calls": [call]})
-            out.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": f"c{i}",
-                    "content": "src/x.py:1: parse_cfg()\n" * 300,
-                }
-            )
-        return out
-
     levels = []
     for round_ in range(5):
-        history += steps(20 * round_)
+        history += grep_steps(20 * round_, 20)
         result = compact(history, short_summary, window=32_000)
         levels.append(result.level)
         history = list(result.messages)

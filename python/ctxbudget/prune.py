@@ -54,7 +54,6 @@ construction; the check is the guarantee).
 
 from __future__ import annotations
 
-import operator
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -62,8 +61,7 @@ from typing import Any, Literal
 
 from ctxbudget.budget import ContextWindowBudget
 from ctxbudget.events import ContextEvent, EventCallback, check_reason, emit
-from ctxbudget.formats.detect import ANY_FORMAT, fitting_formats, pick_format
-from ctxbudget.formats.model import MessageFormat
+from ctxbudget.formats.detect import NOTHING_SEEN, SeenFits, narrow_fits, pick_format
 from ctxbudget.messages import FORMATS, MessageFormatError
 from ctxbudget.request import RequestEstimate, RequestEstimator
 from ctxbudget.stubs import (
@@ -283,7 +281,7 @@ class Pruner:
         self._view_scan: ScanCache | None = None
         # Before a message decides the format: the formats the last list fitted, and the
         # scan caches of the format it was read in.
-        self._fits_seen: tuple[list[Any], frozenset[MessageFormat]] = ([], ANY_FORMAT)
+        self._fits_seen: SeenFits = NOTHING_SEEN
         self._undecided: dict[str, tuple[ScanCache, ScanCache]] = {}
         self._sizes: dict[tuple[int, int], tuple[Any, Any, int, str]] = {}
         self._stubs: dict[
@@ -311,13 +309,8 @@ class Pruner:
     def _scanners(self, msgs: list[Any]) -> tuple[str, ScanCache, ScanCache]:
         fmt = self.format
         if fmt is None:
-            # Narrowed from what the list seen last left, when this one extends it.
-            seen, fits = self._fits_seen
-            if len(msgs) >= len(seen) and all(map(operator.is_, msgs, seen)):
-                fits = fitting_formats(msgs[len(seen) :], fits)
-            else:
-                fits = fitting_formats(msgs)
-            self._fits_seen = (msgs, fits)
+            self._fits_seen = narrow_fits(msgs, self._fits_seen)
+            fits = self._fits_seen[1]
             if len(fits) != 1:  # not decisive yet: do not lock it in
                 fmt = pick_format(fits, "openai_chat")
                 if fmt not in self._undecided:

@@ -42,8 +42,7 @@ from itertools import repeat
 from typing import Any
 
 from ctxbudget.counting import Accuracy, encoding_for_model
-from ctxbudget.formats.detect import ANY_FORMAT, fitting_formats, pick_format
-from ctxbudget.formats.model import MessageFormat
+from ctxbudget.formats.detect import NOTHING_SEEN, SeenFits, narrow_fits, pick_format
 from ctxbudget.messages import (
     Message,
     MessageFormatError,
@@ -720,7 +719,7 @@ class RequestEstimator:
         self._acc: tuple[float, ...] = (0.0, 0.0, 0.0, 0.0, 1.0)
         self._per_message: list[int] = []
         self._weighed: list[_Weighed] = []
-        self._fits_seen: tuple[list[Any], frozenset[MessageFormat]] = ([], ANY_FORMAT)
+        self._fits_seen: SeenFits = NOTHING_SEEN
         self._seen_edits = self._edits[0]
         # The system prompt and tools last counted: (the object, a deep copy, the count)
         self._tools_seen: tuple[Any, Any, tuple[float, bool]] = (None, _UNCOPIED, (0.0, True))
@@ -811,7 +810,9 @@ class RequestEstimator:
             self.format = "openai_chat"
         fmt = self.format
         if fmt is None:
-            fits = self._fitting_formats(msgs)
+            # narrowed from what the list seen last left, when this one extends it
+            self._fits_seen = narrow_fits(msgs, self._fits_seen)
+            fits = self._fits_seen[1]
             fmt = pick_format(fits, _native_format(self.profile.name))
             if len(fits) == 1:  # decisive: keep it
                 self.format = fmt
@@ -895,17 +896,6 @@ class RequestEstimator:
             out.extend(converted)
         self._langchain = kept
         return out
-
-    def _fitting_formats(self, msgs: list[Any]) -> frozenset[MessageFormat]:
-        """:func:`fitting_formats` of ``msgs``, narrowing what the previous list left when
-        ``msgs`` extends it (a list no message decides is otherwise read whole every turn)."""
-        seen, fits = self._fits_seen
-        if len(msgs) >= len(seen) and all(map(operator.is_, msgs, seen)):
-            fits = fitting_formats(msgs[len(seen) :], fits)
-        else:
-            fits = fitting_formats(msgs)
-        self._fits_seen = (msgs, fits)
-        return fits
 
     def _forget_absent(self, msgs: list[Any]) -> None:
         """Drop cached counts of messages no longer in the conversation.

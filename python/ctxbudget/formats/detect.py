@@ -8,6 +8,7 @@ format is one that fits every message. Shapes several formats share (a ``text`` 
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -84,6 +85,22 @@ def fitting_formats(
         if len(fits) == 1:
             break
     return fits
+
+
+#: The last list a caller's formats were found for, and the formats it fits.
+SeenFits = tuple[list[Any], frozenset[MessageFormat]]
+#: Before any list is seen.
+NOTHING_SEEN: SeenFits = ([], ANY_FORMAT)
+
+
+def narrow_fits(messages: list[Any], seen: SeenFits) -> SeenFits:
+    """:func:`fitting_formats` of ``messages`` for a caller that sees a list grow turn by turn:
+    when ``messages`` extends the list ``seen`` was found for (the same objects first), only
+    the new messages are read. Returns the new ``seen``."""
+    previous, fits = seen
+    if len(messages) >= len(previous) and all(map(operator.is_, messages, previous)):
+        return messages, fitting_formats(messages[len(previous) :], fits)
+    return messages, fitting_formats(messages)
 
 
 def decided_format(messages: Sequence[Any]) -> MessageFormat | None:
