@@ -34,16 +34,13 @@ What is pruned:
    message are *abandoned*: a run failed after the tools ran (typically because the request
    carrying their results overflowed), and a new run starts. A result the model replied after
    is never abandoned, and without ``run_start`` nothing is: a user message right after a
-   result is read with it (browser agents send the screenshot that way). (A request that
-   fits keeps such results: agents send a screenshot as a user message right after the tool
-   result, and the model reads both.) The model never read an abandoned result, so nothing
-   later depends on it, and it is the likely cause of the failure: every abandoned result of
-   at least ``min_output_tokens`` becomes an "interrupted" stub, whatever the threshold and
-   the fresh tail. A tool call left with no result at all (followed by a new user turn or another
-   assistant message, or ending the history with ``run_start=True``) gets a result saying the
-   run stopped, so pairing is valid. The next request is then valid and small. (A framework
-   that stores the new user text in the same Anthropic/Gemini message as the abandoned
-   results makes it look like a mid-run message; pass ``run_start=True`` there.)
+   result is read with it (browser agents send the screenshot that way). The model never read
+   an abandoned result, so nothing later depends on it, and it is the likely cause of the
+   failure: every abandoned result of at least ``min_output_tokens`` becomes an "interrupted"
+   stub, whatever the threshold and the fresh tail. A tool call left with no result at all
+   (followed by a new user turn or another assistant message, or ending the history with
+   ``run_start=True``) gets a result saying the run stopped, so pairing is valid. The next
+   request is then valid and small.
 
 Stubs keep the call id and the result's place, name the tool, give the original size in
 tokens and the first lines, and say how to get the data again (see :mod:`ctxbudget.stubs`).
@@ -473,12 +470,9 @@ class Pruner:
         m: Any,
         info: MessageInfo,
         slots: dict[int, tuple[StubKind, int, str]],
-        infos: list[MessageInfo],
         names: dict[str, str],
     ) -> tuple[Any, tuple[tuple[str, str | None, int, int, StubKind], ...], bool]:
         """(new message, what was stubbed, made now) for one message, cached per object."""
-        if not names:
-            names.update(self._names(infos))
         ids = {slot: (rid, rname) for rid, rname, slot in info.results}
         # The stub names the call (its id, made up for Gemini without ids, may move) and the
         # tool, which the call's message gives: both are part of what the stub depends on.
@@ -532,12 +526,12 @@ class Pruner:
         carry: list[dict[str, Any]] = []
         chat_inserts: dict[int, list[dict[str, Any]]] = {}
         changed = bool(missing)  # a view that differs from the previous call's
-        names: dict[str, str] = {}  # filled on the first stub made
+        names = self._names(infos) if stubs else {}  # tool name of each call id
         missed: list[PrunedOutput] = []
         n = len(msgs)
         replaced: dict[int, Any] = {}
         for i, slots in sorted(stubs.items()):
-            new, done, fresh = self._stubbed(fmt, msgs[i], infos[i], slots, infos, names)
+            new, done, fresh = self._stubbed(fmt, msgs[i], infos[i], slots, names)
             changed = changed or fresh
             replaced[i] = new
             pruned.extend([PrunedOutput(i, *d) for d in done])

@@ -661,9 +661,9 @@ class RequestEstimator:
     call :meth:`invalidate` after such an edit (or pass a new message object, as the rest of
     ctxbudget does: it never mutates a caller's messages). The system prompt and the tools are
     compared with a copy taken when they were counted, so any edit to them is noticed, in
-    place or not, at any depth. LangChain messages are converted to dicts
-    once each (again when their ``content`` or ``tool_calls`` is replaced); their fields are
-    still checked every turn, about a microsecond or two per message.
+    place or not, at any depth. LangChain messages are converted to dicts once each (again
+    when their ``content`` or ``tool_calls`` is replaced); their fields are still checked
+    every turn, about a microsecond or two per message.
 
     Thread-safe: one estimator may be shared by several threads (calls are serialised).
 

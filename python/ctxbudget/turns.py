@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from itertools import repeat
 from typing import Any, Literal
 
+from ctxbudget.formats.common import as_mapping as _as_mapping
 from ctxbudget.messages import FORMATS, MessageFormatError, validate_messages
 from ctxbudget.pairing import PairingViolation, validate_pairing
 
@@ -91,13 +92,11 @@ _SUMMARY = MessageInfo("user", summary=True)
 
 
 def as_mapping(message: Any) -> Mapping[str, Any]:
-    """The message as a mapping (google-genai objects are dumped; dicts are returned as is)."""
-    if isinstance(message, Mapping):
-        return message
-    dump = getattr(message, "model_dump", None)
-    if dump is not None:
-        return dict(dump(exclude_none=True))
-    raise TypeError(f"expected a message dict, got {type(message).__name__}")
+    """The message as a mapping (:func:`ctxbudget.formats.common.as_mapping`), or TypeError."""
+    found = _as_mapping(message)
+    if found is None:
+        raise TypeError(f"expected a message dict, got {type(message).__name__}")
+    return found
 
 
 def _is_summary_text(content: Any) -> bool:

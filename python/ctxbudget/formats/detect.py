@@ -103,12 +103,6 @@ def narrow_fits(messages: list[Any], seen: SeenFits) -> SeenFits:
     return messages, fitting_formats(messages)
 
 
-def decided_format(messages: Sequence[Any]) -> MessageFormat | None:
-    """The format of ``messages`` when exactly one fits them all, else ``None``."""
-    fits = fitting_formats(messages)
-    return next(iter(fits)) if len(fits) == 1 else None
-
-
 def pick_format(fits: frozenset[MessageFormat], default: str) -> str:
     """The format to read a list with, given the formats it fits: the only one, else
     ``default`` when it fits (or nothing narrowed the choice), else the first of Chat
