@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -60,6 +61,21 @@ def shared_data_hint() -> str:
     return f"shared research data not found at {REPO_ROOT.parent / 'shared' / 'data'}"
 
 
+def _encode(body: object) -> bytes:
+    if isinstance(body, bytes):
+        return body
+    if isinstance(body, str):
+        return body.encode()
+    return json.dumps(body).encode()
+
+
+def _json_or_bytes(raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
 @dataclass
 class Reply:
     """What the loopback server answers, to every request, until told otherwise."""
@@ -75,7 +91,9 @@ class LoopbackServer:
 
     def __init__(self) -> None:
         self.reply_with = Reply()
+        self.queued: list[Reply] = []
         self.paths: list[str] = []
+        self.bodies: list[Any] = []
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -83,10 +101,10 @@ class LoopbackServer:
 
             def _answer(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
-                if length:
-                    self.rfile.read(length)
+                raw = self.rfile.read(length) if length else b""
                 server.paths.append(self.path)
-                reply = server.reply_with
+                server.bodies.append(_json_or_bytes(raw))
+                reply = server.queued.pop(0) if server.queued else server.reply_with
                 self.send_response(reply.status)
                 self.send_header("content-type", reply.content_type)
                 self.send_header("content-length", str(len(reply.body)))
@@ -118,13 +136,13 @@ class LoopbackServer:
         headers: dict[str, str] | None = None,
     ) -> None:
         """Answer every following request with ``status`` and ``body`` (JSON unless bytes/str)."""
-        if isinstance(body, bytes):
-            raw = body
-        elif isinstance(body, str):
-            raw = body.encode()
-        else:
-            raw = json.dumps(body).encode()
-        self.reply_with = Reply(status, raw, content_type, dict(headers or {}))
+        self.queued.clear()
+        self.reply_with = Reply(status, _encode(body), content_type, dict(headers or {}))
+
+    def queue(self, status: int, body: object) -> None:
+        """Answer the next request (after those queued before) with ``status`` and ``body``;
+        when the queue is empty, the :meth:`reply` set last answers."""
+        self.queued.append(Reply(status, _encode(body)))
 
     def start(self) -> None:
         self._thread.start()

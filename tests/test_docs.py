@@ -11,6 +11,7 @@ MODULES = [
     "ctxbudget",
     "ctxbudget.counting",
     "ctxbudget.errors",
+    "ctxbudget.guard",
     "ctxbudget.overflow",
     "ctxbudget.pairing",
     "ctxbudget.selection",

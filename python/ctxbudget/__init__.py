@@ -34,6 +34,7 @@ from ctxbudget.errors import (
     FileTooLargeError,
 )
 from ctxbudget.events import ContextEvent
+from ctxbudget.guard import ContextGuard, GuardedRequest, GuardResult
 from ctxbudget.messages import (
     MessageFormatError,
     convert_messages,
@@ -83,6 +84,7 @@ __all__ = [
     "CompactionError",
     "ContextBudgetError",
     "ContextEvent",
+    "ContextGuard",
     "ContextOverflowError",
     "ContextWindowBudget",
     "ContextWindowError",
@@ -91,6 +93,8 @@ __all__ = [
     "DocumentsExtraMissingError",
     "EventKind",
     "FileTooLargeError",
+    "GuardResult",
+    "GuardedRequest",
     "MessageFormatError",
     "ModelInfo",
     "OverflowInfo",

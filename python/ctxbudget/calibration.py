@@ -282,7 +282,15 @@ class CalibrationTracker:
         system: Any,
         tools: Any,
         max_tokens: int | None,
+        given: RequestEstimate | None = None,
     ) -> RequestEstimate:
+        if given is not None:
+            if len(given.per_message) != len(messages):
+                raise ValueError(
+                    f"raw= counts {len(given.per_message)} messages, the request has"
+                    f" {len(messages)}: pass the estimate of exactly these messages"
+                )
+            return given
         return self._estimator(conversation).estimate(
             messages, system=system, tools=tools, max_tokens=max_tokens
         )
@@ -320,6 +328,7 @@ class CalibrationTracker:
         tools: Sequence[Any] | None = None,
         max_tokens: int | None = None,
         conversation: Hashable = None,
+        raw: RequestEstimate | None = None,
     ) -> CalibratedEstimate:
         """Estimate the next request, anchored on the last report when the history allows.
 
@@ -329,10 +338,16 @@ class CalibrationTracker:
             tools: Tool definitions.
             max_tokens: The request's output cap (carried into ``raw.reserved_output``).
             conversation: Key of the conversation (for several agent loops on one model).
+            raw: The uncalibrated estimate of exactly this request, when the caller has one
+                already (a :class:`~ctxbudget.prune.PruneResult`'s ``estimate``): it is
+                used instead of counting the messages again.
+
+        Raises:
+            ValueError: ``raw`` counts another number of messages.
         """
         msgs = list(messages)
         with self._lock:
-            raw = self._raw(conversation, msgs, system, tools, max_tokens)
+            raw = self._raw(conversation, msgs, system, tools, max_tokens, raw)
             anchor = self._anchors.get(conversation)
             if anchor is not None and self._extends(anchor, msgs, system, tools, raw):
                 added_raw = sum(raw.per_message[len(anchor.messages) :])
@@ -352,6 +367,7 @@ class CalibrationTracker:
         system: Any = None,
         tools: Sequence[Any] | None = None,
         conversation: Hashable = None,
+        raw: RequestEstimate | None = None,
     ) -> bool:
         """Record what the provider reported for the request made of ``messages``.
 
@@ -362,6 +378,7 @@ class CalibrationTracker:
             system: System prompt kept outside the messages, as sent.
             tools: Tool definitions, as sent.
             conversation: Key of the conversation.
+            raw: The uncalibrated estimate of exactly these messages, if already made.
 
         Returns:
             ``True`` when a count was read and recorded (``False``: the report had none).
@@ -371,7 +388,7 @@ class CalibrationTracker:
             return False
         msgs = list(messages)
         with self._lock:
-            raw = self._raw(conversation, msgs, system, tools, None)
+            raw = self._raw(conversation, msgs, system, tools, None, raw)
             anchor = self._anchors.get(conversation)
             if anchor is not None and self._extends(anchor, msgs, system, tools, raw):
                 added = sum(raw.per_message[len(anchor.messages) :])
@@ -405,10 +422,13 @@ class CalibrationTracker:
         system: Any = None,
         tools: Sequence[Any] | None = None,
         conversation: Hashable = None,
+        raw: RequestEstimate | None = None,
     ) -> bool:
         """Record the exact input count an overflow error stated (SPEC F5).
 
         ``info`` is an :class:`~ctxbudget.overflow.OverflowInfo` (or anything with
         ``measured_input_tokens``). Returns ``False`` when it states no exact count.
         """
-        return self.observe(messages, info, system=system, tools=tools, conversation=conversation)
+        return self.observe(
+            messages, info, system=system, tools=tools, conversation=conversation, raw=raw
+        )

@@ -67,6 +67,7 @@ from ctxbudget.stubs import (
     missing_text,
     replace_results,
     result_message,
+    results_ref,
     stub_text,
     with_results,
 )
@@ -199,21 +200,6 @@ class PruneResult:
         return bool(self.pruned)
 
 
-_RESULT_FIELD = {
-    "openai_chat": "content",
-    "openai_responses": "output",
-    "anthropic": "content",
-    "gemini": "parts",
-}
-
-
-def _content_ref(fmt: str, m: Any) -> Any:
-    """The field holding a message's tool results (a new object there means a new result):
-    of a dict, or an object such as google-genai's ``Content``."""
-    field = _RESULT_FIELD[fmt]
-    return m.get(field) if type(m) is dict else getattr(m, field, None)
-
-
 def make_budget(
     window: int | None, budget: ContextWindowBudget | None, model: str | None
 ) -> ContextWindowBudget:
@@ -325,7 +311,7 @@ class Pruner:
     def _size(self, fmt: str, m: Any, slot: int) -> tuple[int, str]:
         """(tokens, text) of one tool output, cached per message object and content."""
         key = (id(m), slot)
-        ref = _content_ref(fmt, m)
+        ref = results_ref(fmt, m)
         hit = self._sizes.get(key)
         if hit is not None and hit[0] is m and hit[1] is ref:
             return hit[2], hit[3]
@@ -481,7 +467,7 @@ class Pruner:
             for slot, v in sorted(slots.items())
         )
         key = (id(m), calls)
-        ref = _content_ref(fmt, m)
+        ref = results_ref(fmt, m)
         hit = self._stubs.get(key)
         if hit is not None and hit[0] is m and hit[1] is ref:
             return hit[2], hit[3], False

@@ -115,6 +115,21 @@ def missing_text(tool: str | None) -> str:
     )
 
 
+_RESULTS_FIELD = {
+    "openai_chat": "content",
+    "openai_responses": "output",
+    "anthropic": "content",
+    "gemini": "parts",
+}
+
+
+def results_ref(fmt: str, m: Any) -> Any:
+    """The field holding a message's tool results (a new object there means a new result):
+    of a dict, or an object such as google-genai's ``Content``."""
+    field = _RESULTS_FIELD[fmt]
+    return m.get(field) if type(m) is dict else getattr(m, field, None)
+
+
 # --------------------------------------------------------------------------- writers
 
 

@@ -1,0 +1,78 @@
+"""Cost of the guard per turn: everything ContextGuard does around one ``send``.
+
+The conversation is the 600-message, ~1.4 MB OpenAI Chat one of ``bench_request.py``. The
+``send`` is a function returning a usage report at once (no network): what is measured is
+the guard's own work, at two windows:
+
+- ``fits``: a 1M window, the request fits: estimate, calibration, pairing, usage recorded;
+- ``pruned``: a 128k window, the history (~350k tokens) does not fit, most old outputs are
+  stubs (the :class:`~ctxbudget.prune.Pruner` inside the guard re-applies them each turn).
+
+Each guard has seen the 600 messages; the timed call sends them with one message appended.
+Measured in the same run, as baselines: a :class:`~ctxbudget.request.RequestEstimator` and a
+:class:`~ctxbudget.prune.Pruner` after the same append (the guard runs both, and more).
+
+Run: ``python -m pytest benches/bench_guard.py`` (the table at the end gives medians).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from benches.bench_request import CONVERSATION, TOOLS
+from ctxbudget import ContextGuard, GuardedRequest, Pruner, RequestEstimator
+
+MODEL = "gpt-4.1"
+WINDOWS = {"fits": 1_000_000, "pruned": 128_000}
+NEXT = {"role": "assistant", "content": "The tests pass now; submitting the patch."}
+APPENDED = [*CONVERSATION, NEXT]
+
+
+def send(request: GuardedRequest) -> dict[str, Any]:
+    return {"usage": {"prompt_tokens": request.input_tokens}}
+
+
+@pytest.mark.parametrize("case", list(WINDOWS))
+def test_guard_append(benchmark: Any, case: str) -> None:
+    guard: ContextGuard | None = None
+
+    def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
+        nonlocal guard
+        guard = ContextGuard(MODEL, window=WINDOWS[case])
+        guard.send(send, CONVERSATION, tools=TOOLS)
+        return (send, APPENDED), {"tools": TOOLS}
+
+    def turn(*args: Any, **kwargs: Any) -> Any:
+        assert guard is not None
+        return guard.send(*args, **kwargs)
+
+    benchmark.group = f"guard-600msg-{case}"
+    result = benchmark.pedantic(turn, setup=setup, rounds=50, iterations=1)
+    assert result.usage_recorded
+    benchmark.extra_info["input_tokens"] = result.request.input_tokens
+
+
+@pytest.mark.parametrize("case", list(WINDOWS))
+def test_pruner_append_baseline(benchmark: Any, case: str) -> None:
+    pruner = Pruner(WINDOWS[case], model=MODEL)
+
+    def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
+        pruner.prune(CONVERSATION, tools=TOOLS)
+        return (APPENDED,), {"tools": TOOLS}
+
+    benchmark.group = f"guard-600msg-{case}"
+    result = benchmark.pedantic(pruner.prune, setup=setup, rounds=50, iterations=1)
+    assert result.fits
+
+
+def test_estimator_append_baseline(benchmark: Any) -> None:
+    estimator = RequestEstimator(MODEL)
+
+    def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
+        estimator.estimate(CONVERSATION, tools=TOOLS)
+        return (APPENDED,), {"tools": TOOLS}
+
+    benchmark.group = "guard-600msg-fits"
+    benchmark.pedantic(estimator.estimate, setup=setup, rounds=50, iterations=1)

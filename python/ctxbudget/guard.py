@@ -1,0 +1,676 @@
+"""The guard: one object every request of an agent loop goes through (SPEC G1, F3-F5).
+
+:class:`ContextGuard` wraps the caller's ``send(request)``. Each call runs, in this order:
+
+1. **Estimate** the request, calibrated by what the provider reported for earlier requests
+   (:class:`~ctxbudget.calibration.CalibrationTracker`).
+2. **Prune** old tool output from the view (:class:`~ctxbudget.prune.Pruner`; the caller's
+   history is never modified). Still over the budget: stub the **largest old results**
+   first (chosen by :func:`~ctxbudget.selection.select_largest`), then **compact** when a
+   summarizer was given (the summary is remembered, so the next turns re-use it instead of
+   summarizing again), then stub the **largest fresh results** too: a single huge tool
+   output is replaced by a stub that says how to read it in parts, its call kept.
+3. **Validate pairing** of the final view (every call answered once, no orphan results):
+   a request the provider would reject never leaves.
+4. **Enforce the budget** on the final view, after every rewrite: an over-budget request
+   raises :class:`~ctxbudget.errors.ContextBudgetError` and never reaches ``send``.
+5. **Dispatch**: ``send(request)``.
+6. **Recover** once when the provider says the request was too long
+   (:func:`~ctxbudget.overflow.classify_overflow`): a stated count calibrates the next
+   estimate (F5); when only input + reserved output overflowed and the input fits, the
+   request is sent again with a smaller ``max_tokens`` (F5); otherwise the view is rebuilt
+   against the corrected estimate (F3 mid-run, F4 at a run's first call) and sent again.
+   A second overflow, or nothing left to remove, raises
+   :class:`~ctxbudget.errors.ContextOverflowError` with the provider's error as its cause.
+   Any other error propagates unchanged, without a retry.
+7. **Record usage** from the response (calibration, A6).
+
+Sync (:meth:`ContextGuard.send`) and async (:meth:`ContextGuard.asend`) share one flow
+(:meth:`ContextGuard._flow`, a generator that yields the two steps that do I/O).
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import math
+import threading
+from collections.abc import Awaitable, Callable, Generator, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Generic, Literal, TypeVar
+
+from ctxbudget.budget import ContextWindowBudget
+from ctxbudget.calibration import CalibratedEstimate, CalibrationTracker
+from ctxbudget.compact import CompactionError, CompactResult, acompact, compact
+from ctxbudget.errors import ContextBudgetError, ContextOverflowError
+from ctxbudget.events import ContextEvent, EventCallback, Reason, emit
+from ctxbudget.largest import StubCandidates, stub_largest
+from ctxbudget.messages import detect_format
+from ctxbudget.overflow import OverflowInfo, classify_overflow
+from ctxbudget.pairing import validate_pairing
+from ctxbudget.pairing_cache import GrowingPairing
+from ctxbudget.prune import PruneConfig, Pruner, make_budget
+from ctxbudget.request import RequestEstimate, RequestEstimator
+from ctxbudget.turns import PairingError, ScanCache, pairing_events, resolve_ids
+
+__all__ = ["ContextGuard", "GuardResult", "GuardedRequest"]
+
+R = TypeVar("R")
+
+logger = logging.getLogger("ctxbudget.guard")
+
+#: Below this share of the usable input, a low-confidence overflow (a bare 413 or 400) is
+#: not believed: the request is nowhere near the window, so the error is about something else.
+_LOW_CONFIDENCE_SHARE = 0.8
+#: With no count in the provider's error, the retry must be at least this much smaller.
+_UNKNOWN_COUNT_SHRINK = 0.9
+#: Stubbing rounds at most per rewrite (each re-estimates what is left).
+_STUB_ROUNDS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class GuardedRequest:
+    """The request the guard lets through: build the provider call from it.
+
+    Attributes:
+        messages: The messages to send: a new list (the caller's history is not modified);
+            unchanged messages are the caller's own objects.
+        system: The system prompt, as given.
+        tools: The tool definitions, as given.
+        max_tokens: The output cap to send (lowered by the guard after an overflow that only
+            the output reserve caused).
+        estimate: The calibrated estimate of the input the guard checked against the budget.
+        attempt: 1 for the first dispatch, 2 for the retry after an overflow.
+        reason: ``proactive`` (first dispatch) or ``overflow`` (the retry).
+    """
+
+    messages: list[Any]
+    system: Any
+    tools: Sequence[Any] | None
+    max_tokens: int | None
+    estimate: CalibratedEstimate
+    attempt: int = 1
+    reason: Reason = "proactive"
+
+    @property
+    def input_tokens(self) -> int:
+        """The calibrated input estimate, tokens."""
+        return self.estimate.total
+
+    def kwargs(self) -> dict[str, Any]:
+        """``messages`` plus ``system``, ``tools`` and ``max_tokens`` when set: the keyword
+        arguments most SDK calls take (``client.messages.create(model=..., **r.kwargs())``)."""
+        out: dict[str, Any] = {"messages": self.messages}
+        for name in ("system", "tools", "max_tokens"):
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class GuardResult(Generic[R]):
+    """What one guarded call did.
+
+    Attributes:
+        response: What ``send`` returned.
+        request: The request that got it (the retry, after a recovered overflow).
+        events: The prunes and compactions of this call, in order.
+        overflow: The provider's overflow that was recovered from, if any.
+        usage_recorded: The response's usage report fed the calibration.
+    """
+
+    response: R
+    request: GuardedRequest
+    events: tuple[ContextEvent, ...]
+    overflow: OverflowInfo | None
+    usage_recorded: bool
+
+
+#: The two steps of a call that do I/O, yielded by the flow to its driver:
+#: ``("send", GuardedRequest)`` and ``("compact", keyword arguments of compact())``.
+_Step = tuple[Literal["send", "compact"], Any]
+_Flow = Generator[_Step, Any, GuardResult[Any]]
+
+
+class ContextGuard:
+    """Keeps every request of one conversation inside the model's context window.
+
+    Give it the conversation's full history each turn (it is never modified; append to it
+    as usual) and a ``send`` that turns a :class:`GuardedRequest` into the provider call. The
+    guard remembers what it learned across turns (calibration, stubs, a summary), so use
+    one guard per conversation. Thread-safe: its state is updated under a lock, ``send``
+    runs outside it.
+
+    Args:
+        model: Model name: window and max output from the registry, framing, encoding.
+        window: Context window override (tokens).
+        budget: A full :class:`~ctxbudget.budget.ContextWindowBudget` instead of ``window``.
+        summarize: ``summarize(prompt, max_tokens) -> str`` (or ``async``) for compaction;
+            without one, the guard only prunes and stubs.
+        format: Message format (detected when ``None``).
+        prune: Fresh-tail, threshold and stub settings.
+        encoding: Encoding for estimates (default: the model's).
+        counter: Exact text counter (see :func:`~ctxbudget.request.estimate_request`).
+        calibration: ``True`` (a tracker of its own), a shared
+            :class:`~ctxbudget.calibration.CalibrationTracker`, or ``False``.
+        usage: ``usage(response)`` -> the usage report, when the response keeps it somewhere
+            other than ``.usage`` / ``.usage_metadata`` / ``["usage"]``.
+        keep_tokens: Tokens kept verbatim by compaction (see :func:`~ctxbudget.compact.compact`).
+        on_event: Called with every :class:`~ctxbudget.events.ContextEvent`.
+
+    Raises:
+        KeyError: ``model`` is not in the registry and neither ``window`` nor ``budget`` says
+            the window.
+        TypeError: Neither a model nor a window.
+
+    >>> history = [{"role": "user", "content": "List the files."}]
+    >>> call = {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+    >>> history += [{"role": "assistant", "content": None, "tool_calls": [call]},
+    ...             {"role": "tool", "tool_call_id": "c1", "content": "a.py\\n" * 20_000}]
+    >>> def send(request):  # the provider call: client.chat.completions.create(...)
+    ...     return {"usage": {"prompt_tokens": request.input_tokens}}
+    >>> guard = ContextGuard("gpt-4o", window=32_000)
+    >>> result = guard.send(send, history)
+    >>> print(result.request.messages[2]["content"].splitlines()[0])  # doctest: +ELLIPSIS
+    [ctxbudget: tool output pruned] ls returned ... tokens (20,001 lines); the output was...
+    >>> len(history[2]["content"]), result.usage_recorded
+    (100000, True)
+    """
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        window: int | None = None,
+        budget: ContextWindowBudget | None = None,
+        summarize: Callable[[str, int], Any] | None = None,
+        format: str | None = None,
+        prune: PruneConfig | None = None,
+        encoding: str | None = None,
+        counter: Any = None,
+        calibration: CalibrationTracker | bool = True,
+        usage: Callable[[Any], Any] | None = None,
+        keep_tokens: int | None = None,
+        on_event: EventCallback | None = None,
+    ) -> None:
+        if budget is None and window is None:
+            if model is None:
+                raise TypeError("pass model=, window= or budget=")
+            budget = ContextWindowBudget.for_model(model)
+        self.budget = make_budget(window, budget, model)
+        self.model = model
+        self.summarize = summarize
+        self.on_event = on_event
+        self.config = prune or PruneConfig()
+        self._usage = usage
+        self._keep_tokens = keep_tokens
+        self._estimator_args: dict[str, Any] = {"encoding": encoding, "counter": counter}
+        self._pruner = Pruner(
+            budget=self.budget,
+            model=model,
+            format=format,
+            config=self.config,
+            on_event=self._event,
+            **self._estimator_args,
+        )
+        self.encoding = self._pruner.encoding
+        self.tracker: CalibrationTracker | None
+        if isinstance(calibration, CalibrationTracker):
+            self.tracker = calibration
+        elif calibration:
+            self.tracker = CalibrationTracker(model, format=format, **self._estimator_args)
+        else:
+            self.tracker = None
+        self._raw = RequestEstimator(model, format=format, **self._estimator_args)
+        self._lock = threading.RLock()
+        self._collected: list[ContextEvent] = []
+        self._scans: dict[str, ScanCache] = {}
+        self._pairing = GrowingPairing()
+        self._candidates = StubCandidates(self.encoding, self.config)
+        # Calibrated / raw input of the last request (what the provider counts per estimated
+        # token); a cold guard starts from the tracker's cold factor.
+        self._ratio = self.tracker.cold_factor if self.tracker is not None else 1.0
+        # The last compaction: the caller's messages it replaced, and what replaced them.
+        self._summary: tuple[list[Any], list[Any]] | None = None
+
+    # -- the two drivers
+
+    def send(
+        self,
+        send: Callable[[GuardedRequest], R],
+        messages: Sequence[Any],
+        *,
+        system: Any = None,
+        tools: Sequence[Any] | None = None,
+        max_tokens: int | None = None,
+        run_start: bool = False,
+    ) -> GuardResult[R]:
+        """Send one request of the conversation through the guard.
+
+        Args:
+            send: ``send(request) -> response``: makes the provider call.
+            messages: The conversation's whole history (any supported format).
+            system: System prompt kept outside the messages (Anthropic, Gemini).
+            tools: Tool definitions sent with the request.
+            max_tokens: The request's output cap.
+            run_start: A new run starts after a failed one: tool results the model never
+                read are stubbed (see :mod:`ctxbudget.prune`).
+
+        Raises:
+            ContextBudgetError: The request cannot be made to fit; nothing was sent.
+            ContextOverflowError: The provider refused it as too long and recovery did not
+                help (its error is the ``__cause__``).
+            PairingError: The history breaks tool-call pairing; nothing was sent.
+            TypeError: ``summarize`` is async (use :meth:`asend`).
+        """
+        if self.summarize is not None and inspect.iscoroutinefunction(self.summarize):
+            raise TypeError("summarize is a coroutine function: use asend()")
+        events: list[ContextEvent] = []
+        flow = self._flow(messages, system, tools, max_tokens, run_start, events)
+        value: Any = None
+        error: Exception | None = None
+        while True:
+            step = self._advance(flow, events, value, error)
+            if not isinstance(step, tuple):
+                return step
+            kind, arg = step
+            value, error = None, None
+            try:
+                value = send(arg) if kind == "send" else compact(**arg)
+            except Exception as exc:
+                error = exc
+
+    async def asend(
+        self,
+        send: Callable[[GuardedRequest], Awaitable[R]],
+        messages: Sequence[Any],
+        *,
+        system: Any = None,
+        tools: Sequence[Any] | None = None,
+        max_tokens: int | None = None,
+        run_start: bool = False,
+    ) -> GuardResult[R]:
+        """:meth:`send` for an ``async`` ``send`` (``summarize`` may be sync or async)."""
+        events: list[ContextEvent] = []
+        flow = self._flow(messages, system, tools, max_tokens, run_start, events)
+        value: Any = None
+        error: Exception | None = None
+        while True:
+            step = self._advance(flow, events, value, error)
+            if not isinstance(step, tuple):
+                return step
+            kind, arg = step
+            value, error = None, None
+            try:
+                value = await send(arg) if kind == "send" else await acompact(**arg)
+            except Exception as exc:
+                error = exc
+
+    def _advance(
+        self, flow: _Flow, events: list[ContextEvent], value: Any, error: Exception | None
+    ) -> _Step | GuardResult[Any]:
+        """Run the flow to its next I/O step (or its result), under the lock; the events
+        emitted meanwhile go to this call's ``events``."""
+        with self._lock:
+            self._collected = events
+            try:
+                if error is not None:
+                    return flow.throw(error)
+                return flow.send(value)
+            except StopIteration as stop:
+                result: GuardResult[Any] = stop.value
+                return result
+
+    # -- the flow of one call
+
+    def _flow(
+        self,
+        messages: Sequence[Any],
+        system: Any,
+        tools: Sequence[Any] | None,
+        max_tokens: int | None,
+        run_start: bool,
+        events: list[ContextEvent],
+    ) -> _Flow:
+        caller = list(messages)
+        history = self._with_summary(caller)
+        request = yield from self._prepare(
+            caller, history, system, tools, max_tokens, "proactive", run_start, None
+        )
+        overflow: OverflowInfo | None = None
+        try:
+            response = yield ("send", request)
+        except Exception as exc:
+            info = classify_overflow(exc)
+            if info is None or not self._believe(info, request):
+                raise
+            overflow = info
+            retry = yield from self._recover(caller, request, info, exc, run_start)
+            try:
+                response = yield ("send", retry)
+            except Exception as again:
+                second = classify_overflow(again)
+                if second is None:
+                    raise
+                self._observe_overflow(retry, second)
+                raise ContextOverflowError.from_info(
+                    second, model=self.model, reason="still too long after one recovery"
+                ) from again
+            request = retry
+        recorded = self._observe(request, response)
+        return GuardResult(response, request, tuple(events), overflow, recorded)
+
+    def _believe(self, info: OverflowInfo, request: GuardedRequest) -> bool:
+        """Whether to act on an overflow (a low-confidence one only near the window)."""
+        if info.confidence != "low":
+            return True
+        usable = self.budget.available(request.max_tokens)
+        return request.input_tokens >= _LOW_CONFIDENCE_SHARE * usable
+
+    def _recover(
+        self,
+        caller: list[Any],
+        request: GuardedRequest,
+        info: OverflowInfo,
+        error: Exception,
+        run_start: bool,
+    ) -> Generator[_Step, Any, GuardedRequest]:
+        """The retry after the provider's overflow ``info`` (SPEC F3-F5)."""
+        measured = self._observe_overflow(request, info)
+        lowered = self._lower_output(request, info)
+        if lowered is not None:
+            return lowered
+        cap: int | None = None
+        if measured is None:
+            # The estimate was too low by an unknown amount: ask for a clearly smaller request.
+            cap = int(request.input_tokens * _UNKNOWN_COUNT_SHRINK)
+        elif self.tracker is None:
+            cap = self.budget.available(request.max_tokens) - (measured - request.input_tokens)
+        if info.limit_tokens is not None and info.limit_tokens < self.budget.window:
+            # The provider's window is smaller than the budget's: hold to the provider's.
+            stated = info.limit_tokens - self.budget.reserve(request.max_tokens)
+            cap = stated if cap is None else min(cap, stated)
+        history = self._with_summary(caller)  # with the summary the first attempt made, if any
+        try:
+            retry = yield from self._prepare(
+                caller, history, request.system, request.tools, request.max_tokens, "overflow",
+                run_start, cap,
+            )  # fmt: skip
+        except ContextBudgetError as exc:
+            raise ContextOverflowError.from_info(
+                info, model=self.model, reason=f"recovery could not make it fit: {exc}"
+            ) from error
+        if _same_messages(retry.messages, request.messages):
+            raise ContextOverflowError.from_info(
+                info, model=self.model, reason="nothing left to prune, stub or compact"
+            ) from error
+        logger.info(
+            "overflow (%s): retrying with %d -> %d estimated input tokens",
+            info.rule, request.input_tokens, retry.input_tokens,
+        )  # fmt: skip
+        return replace(retry, attempt=2)
+
+    def _lower_output(self, request: GuardedRequest, info: OverflowInfo) -> GuardedRequest | None:
+        """The request with a smaller ``max_tokens`` when only the output reserve overflowed
+        and the provider stated the input and the window (SPEC F5)."""
+        if info.input_fits is not True or info.input_tokens is None or info.limit_tokens is None:
+            return None
+        room = info.limit_tokens - info.input_tokens
+        if room < 1 or (request.max_tokens is not None and room >= request.max_tokens):
+            return None
+        logger.info(
+            "overflow (%s): input %d fits the window %d; max_tokens %s -> %d",
+            info.rule, info.input_tokens, info.limit_tokens, request.max_tokens, room,
+        )  # fmt: skip
+        return replace(request, max_tokens=room, attempt=2, reason="overflow")
+
+    # -- building the request
+
+    def _prepare(
+        self,
+        caller: list[Any],
+        history: list[Any],
+        system: Any,
+        tools: Sequence[Any] | None,
+        max_tokens: int | None,
+        reason: Reason,
+        run_start: bool,
+        cap: int | None,
+    ) -> Generator[_Step, Any, GuardedRequest]:
+        """Steps 1-4: the view of ``history`` that fits, checked; no I/O but compaction."""
+        limit = self.budget.available(max_tokens)
+        if cap is not None:
+            limit = min(limit, cap)
+        self._pruner.budget = self._pruner_budget(limit, max_tokens)
+
+        def view_of(msgs: list[Any]) -> tuple[list[Any], CalibratedEstimate]:
+            pruned = self._pruner.prune(
+                msgs, system=system, tools=tools, max_tokens=max_tokens, reason=reason,
+                run_start=run_start,
+            )  # fmt: skip
+            fresh_from = len(pruned.messages) - (len(msgs) - pruned.tail_start)
+            est = self._estimate(pruned.messages, system, tools, max_tokens, pruned.estimate)
+            return self._stub_largest(
+                pruned.messages, est, system, tools, max_tokens, limit, fresh_from, reason
+            )
+
+        view, est = view_of(history)
+        if est.total > limit and self.summarize is not None:
+            compacted = yield from self._compact(caller, history, system, tools, max_tokens, reason)
+            if compacted is not None:
+                view, est = view_of(compacted)
+        if est.total > limit:  # the fresh results too, largest first (SPEC F3)
+            view, est = self._stub_largest(
+                view, est, system, tools, max_tokens, limit, None, reason
+            )
+        self._check_pairing(history, view)
+        self._ratio = est.total / max(1, est.raw.total)
+        request = GuardedRequest(view, system, tools, max_tokens, est, 1, reason)
+        if cap is not None and est.total > cap:
+            raise ContextBudgetError(
+                self.model, self.budget.window, est.total + self.budget.reserve(max_tokens),
+                f"input {est.total:,} still over {cap:,}, the most the provider's error allows",
+                input_tokens=est.total, reserved_output=self.budget.reserve(max_tokens),
+            )  # fmt: skip
+        self.budget.enforce(est.total, max_tokens=max_tokens)
+        return request
+
+    def _pruner_budget(self, limit: int, max_tokens: int | None) -> ContextWindowBudget:
+        """The budget the Pruner checks its (raw) estimates against: ``limit`` calibrated
+        tokens, in raw tokens by the last calibration ratio, so that it prunes old output,
+        oldest first, as far as the calibrated check will ask."""
+        ratio = max(1.0, self._ratio)
+        if ratio == 1.0 and limit == self.budget.available(max_tokens):
+            return self.budget
+        reserve = self.budget.reserve(max_tokens)
+        return ContextWindowBudget(
+            int(limit / ratio) + reserve, reserved_output=reserve, margin=0,
+            max_reserve_fraction=None, max_output=self.budget.max_output, model=self.model,
+        )  # fmt: skip
+
+    def _compact(
+        self,
+        caller: list[Any],
+        history: list[Any],
+        system: Any,
+        tools: Sequence[Any] | None,
+        max_tokens: int | None,
+        reason: Reason,
+    ) -> Generator[_Step, Any, list[Any] | None]:
+        """Compaction of ``history`` through the driver; the new history (remembered for the
+        next turns), or ``None`` when it could not help."""
+        args = {
+            "messages": history, "summarize": self.summarize, "budget": self.budget,
+            "tools": tools, "system": system, "model": self.model, "format": self._format(history),
+            "reason": reason, "max_tokens": max_tokens, "keep_tokens": self._keep_tokens,
+            "on_event": self._event, **self._estimator_args,
+        }  # fmt: skip
+        try:
+            result: CompactResult = yield ("compact", args)
+        except CompactionError as exc:
+            logger.warning("compaction did not help: %s", exc)
+            return None
+        self._remember_summary(caller, result)
+        return result.messages
+
+    def _stub_largest(
+        self,
+        view: list[Any],
+        est: CalibratedEstimate,
+        system: Any,
+        tools: Sequence[Any] | None,
+        max_tokens: int | None,
+        limit: int,
+        fresh_from: int | None,
+        reason: Reason,
+    ) -> tuple[list[Any], CalibratedEstimate]:
+        """``view`` with its largest tool results stubbed until the estimate is within
+        ``limit``: only results before ``fresh_from`` when it is given, else any. ``est`` is
+        the estimate of ``view``."""
+        before, messages_before, stubbed = est.total, len(view), 0
+        for _ in range(_STUB_ROUNDS):
+            if est.total <= limit:
+                break
+            # Sizes are raw estimates: scale what is over by the calibration's ratio.
+            ratio = est.total / max(1, est.raw.total)
+            need = math.ceil((est.total - limit) / ratio)
+            out, n = self._stub_results(view, need, fresh_from)
+            if not n:
+                break
+            view, stubbed = out, stubbed + n
+            est = self._estimate(view, system, tools, max_tokens)
+        if stubbed:
+            event = ContextEvent(
+                action="prune", reason=reason, tokens_before=before, tokens_after=est.total,
+                messages_before=messages_before, messages_after=len(view),
+                fits=est.total <= limit, stubbed=stubbed,
+            )  # fmt: skip
+            emit(event, self._event)
+        return view, est
+
+    def _stub_results(
+        self, view: list[Any], need: int, fresh_from: int | None
+    ) -> tuple[list[Any], int]:
+        fmt = self._format(view)
+        return stub_largest(
+            fmt, view, self._scan(fmt, view), need, candidates=self._candidates,
+            rescan=lambda out: self._scan(fmt, out), fresh_from=fresh_from,
+        )  # fmt: skip
+
+    def _check_pairing(self, history: list[Any], view: list[Any]) -> None:
+        """Raise :class:`~ctxbudget.turns.PairingError` unless ``view`` pairs every call.
+
+        Rewrites add no violation (each checks), so a valid ``history`` (checked turn by
+        turn, reading only what was appended) means a valid view; a history with violations
+        may still give a valid view (pruning adds results for calls that had none), so the
+        view itself is read then.
+        """
+        fmt = self._format(view)
+        if not self._pairing.violations(fmt, history):
+            return
+        violations = validate_pairing(pairing_events(_resolved(fmt, self._scan(fmt, view))))
+        if violations:
+            raise PairingError("sending this request", violations)
+
+    # -- state
+
+    def _estimate(
+        self,
+        view: list[Any],
+        system: Any,
+        tools: Sequence[Any] | None,
+        max_tokens: int | None,
+        raw: RequestEstimate | None = None,
+    ) -> CalibratedEstimate:
+        """The calibrated estimate of ``view``; ``raw`` is its estimate, when already made."""
+        if raw is None:
+            raw = self._raw.estimate(view, system=system, tools=tools, max_tokens=max_tokens)
+        if self.tracker is not None:
+            return self.tracker.estimate(view, system=system, tools=tools, raw=raw)
+        return CalibratedEstimate(raw.total, False, None, 0, 1.0, raw)
+
+    def _observe(self, request: GuardedRequest, response: Any) -> bool:
+        """Feed the response's usage report to the calibration; never fails the call."""
+        if self.tracker is None:
+            return False
+        try:
+            usage = self._usage(response) if self._usage is not None else _usage_of(response)
+            return self.tracker.observe(
+                request.messages, usage, system=request.system, tools=request.tools,
+                raw=request.estimate.raw,
+            )  # fmt: skip
+        except Exception:  # a usage report we cannot read must not lose the response
+            logger.warning("could not read the usage report of the response", exc_info=True)
+            return False
+
+    def _observe_overflow(self, request: GuardedRequest, info: OverflowInfo) -> int | None:
+        """Feed an overflow's exact count to the calibration (SPEC F5); the count, if any."""
+        measured = info.measured_input_tokens
+        if measured is not None and self.tracker is not None:
+            self.tracker.observe_overflow(
+                request.messages, info, system=request.system, tools=request.tools,
+                raw=request.estimate.raw,
+            )  # fmt: skip
+        return measured
+
+    def _remember_summary(self, caller: list[Any], result: CompactResult) -> None:
+        """Remember which of the caller's messages the summary replaced: all but the kept
+        recent ones, which are the caller's own objects at the end of both lists."""
+        kept = result.kept
+        ours, theirs = result.messages[len(result.messages) - kept :], caller[len(caller) - kept :]
+        if kept > len(caller) or not _same_messages(ours, theirs):
+            self._summary = None  # the kept part reaches into an earlier summary: not mapped
+            return
+        self._summary = (
+            caller[: len(caller) - kept],
+            result.messages[: len(result.messages) - kept],
+        )
+
+    def _with_summary(self, messages: list[Any]) -> list[Any]:
+        """``messages`` with the part the last compaction replaced swapped for its summary,
+        when the caller's history still starts with those messages."""
+        if self._summary is None:
+            return messages
+        replaced, summary = self._summary
+        n = len(replaced)
+        if len(messages) >= n and all(a is b for a, b in zip(messages, replaced, strict=False)):
+            return summary + messages[n:]
+        self._summary = None  # the caller rewrote its history: start over
+        return messages
+
+    def _format(self, messages: list[Any]) -> str:
+        return self._pruner.format or detect_format(messages)
+
+    def _scan(self, fmt: str, messages: list[Any]) -> list[Any]:
+        cache = self._scans.get(fmt)
+        if cache is None:
+            cache = self._scans[fmt] = ScanCache(fmt)
+        return cache.scan(messages)
+
+    def _event(self, event: ContextEvent) -> None:
+        self._collected.append(event)
+        if self.on_event is not None:
+            self.on_event(event)
+
+
+def _resolved(fmt: str, infos: list[Any]) -> list[Any]:
+    return resolve_ids(infos) if fmt == "gemini" else infos
+
+
+def _same_messages(a: list[Any], b: list[Any]) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+
+
+def _usage_of(response: Any) -> Any:
+    """The usage report of an SDK response object or a response dict."""
+    if isinstance(response, dict):
+        for key in ("usage", "usage_metadata", "usageMetadata"):
+            if response.get(key) is not None:
+                return response[key]
+        return None
+    for name in ("usage", "usage_metadata"):
+        value = getattr(response, name, None)
+        if value is not None:
+            return value
+    return None

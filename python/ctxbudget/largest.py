@@ -1,0 +1,130 @@
+"""Stubbing the largest tool results of a request until it fits (SPEC F3).
+
+When pruning old output is not enough (a single huge result, fresh results of a run whose
+request overflowed), :func:`stub_largest` replaces the fewest, largest results by stubs:
+chosen in Rust by :func:`~ctxbudget.selection.select_largest`, the results before the fresh
+tail first. A stub keeps the call id and the result's place, names the tool and says how to
+read the data in parts, so the model can carry on; the caller's messages are never modified.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ctxbudget.prune import PruneConfig
+from ctxbudget.selection import select_largest
+from ctxbudget.stubs import in_history_type, is_stub, replace_results, results_ref, stub_text
+from ctxbudget.tokens import estimate_tokens
+from ctxbudget.turns import MessageInfo, check_pairing, resolve_ids, result_text
+
+__all__ = ["StubCandidates", "stub_largest"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    """One result that a stub would shrink."""
+
+    index: int
+    slot: int
+    stub: str
+    gain: int
+
+
+class StubCandidates:
+    """Size and stub of every tool result, kept per message object from call to call.
+
+    A guarded conversation shows the same messages every turn, so each result is measured
+    and its stub written once (the same stub text each time: the provider's prompt cache
+    stays valid). Only the results of the latest view are kept.
+    """
+
+    def __init__(self, encoding: str, config: PruneConfig) -> None:
+        self.encoding = encoding
+        self.config = config
+        self._seen: dict[tuple[int, int], tuple[Any, Any, tuple[str, int] | None]] = {}
+
+    def find(self, fmt: str, view: list[Any], infos: Sequence[MessageInfo]) -> list[_Candidate]:
+        """Every result of ``view`` that is not a stub already and that its stub shrinks."""
+        names = {cid: name for info in infos for cid, name in info.calls if cid is not None}
+        seen: dict[tuple[int, int], tuple[Any, Any, tuple[str, int] | None]] = {}
+        found = []
+        for i, info in enumerate(infos):
+            m = view[i]
+            ref = results_ref(fmt, m) if info.results else None
+            for cid, tool, slot in info.results:
+                key = (id(m), slot)
+                hit = self._seen.get(key)
+                if hit is not None and hit[0] is m and hit[1] is ref:
+                    stubbed = hit[2]
+                else:
+                    name = tool or (names.get(cid) if cid is not None else None)
+                    stubbed = self._stub(fmt, m, slot, name)
+                seen[key] = (m, ref, stubbed)
+                if stubbed is not None:
+                    found.append(_Candidate(i, slot, *stubbed))
+        self._seen = seen
+        return found
+
+    def _stub(self, fmt: str, m: Any, slot: int, tool: str | None) -> tuple[str, int] | None:
+        """(stub text, tokens it saves) of one result; ``None`` when it saves nothing."""
+        text, _ = result_text(fmt, m, slot)
+        if not text or is_stub(text):
+            return None
+        size = estimate_tokens(text, self.encoding)
+        stub = stub_text(
+            tool, text, size, head_chars=self.config.head_chars,
+            head_lines=self.config.head_lines,
+        )  # fmt: skip
+        gain = size - estimate_tokens(stub, self.encoding)
+        return (stub, gain) if gain > 0 else None
+
+
+def stub_largest(
+    fmt: str,
+    view: list[Any],
+    infos: Sequence[MessageInfo],
+    need: int,
+    *,
+    candidates: StubCandidates,
+    rescan: Callable[[list[Any]], Sequence[MessageInfo]],
+    fresh_from: int | None = None,
+) -> tuple[list[Any], int]:
+    """``view`` with the fewest, largest tool results stubbed that free ``need`` tokens.
+
+    Args:
+        fmt: The messages' format.
+        view: The messages (not modified).
+        infos: Their :class:`~ctxbudget.turns.MessageInfo`.
+        need: Tokens to free.
+        candidates: Sizes and stubs of the results (kept across calls).
+        rescan: Reads the infos of a list of messages (to check the new list's pairing).
+        fresh_from: When given, only results of messages before this index are stubbed,
+            and only if they can free ``need`` on their own.
+
+    Returns:
+        The new list and how many results were stubbed (0: ``view`` itself, unchanged).
+
+    Raises:
+        PairingError: The stubs would break tool-call pairing (cannot happen: ids are kept).
+    """
+    found = candidates.find(fmt, view, infos)
+    protected = [k for k, c in enumerate(found) if fresh_from is not None and c.index >= fresh_from]
+    selection = select_largest([c.gain for c in found], need, protected=protected)
+    if not selection.indices or (selection.shortfall > 0 and fresh_from is not None):
+        return view, 0
+    by_message: dict[int, dict[int, str]] = {}
+    for k in selection.indices:
+        c = found[k]
+        by_message.setdefault(c.index, {})[c.slot] = c.stub
+    out = list(view)
+    for i, slots in by_message.items():
+        out[i] = replace_results(fmt, view[i], slots)
+    out = in_history_type(out, view)
+    check_pairing(_resolved(fmt, infos), _resolved(fmt, rescan(out)), "stubbing")
+    return out, len(selection.indices)
+
+
+def _resolved(fmt: str, infos: Sequence[MessageInfo]) -> list[MessageInfo]:
+    return resolve_ids(infos) if fmt == "gemini" else list(infos)

@@ -1,0 +1,115 @@
+"""GrowingPairing gives, turn after turn, what validating the whole list gives."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ctxbudget import validate_pairing
+from ctxbudget.pairing_cache import GrowingPairing
+from ctxbudget.turns import pairing_events, scan
+
+IDS = ["a", "b", "c", "d", "e", "f"]
+
+#: One appended message: an assistant message with calls, a tool result, or a user message.
+message = st.one_of(
+    st.lists(st.sampled_from(IDS), min_size=1, max_size=3).map(
+        lambda ids: {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": i, "type": "function", "function": {"name": "f", "arguments": "{}"}}
+                for i in ids
+            ],
+        }
+    ),
+    st.sampled_from(IDS).map(lambda i: {"role": "tool", "tool_call_id": i, "content": "out"}),
+    st.just({"role": "user", "content": "next"}),
+)
+
+
+def whole(messages: list[dict[str, Any]]) -> list[Any]:
+    return validate_pairing(pairing_events(scan(messages, "openai_chat")))
+
+
+@given(st.lists(message, max_size=14), st.lists(st.integers(0, 14), min_size=1, max_size=6))
+def test_random_lists_equal_the_whole_list(pool: list[dict[str, Any]], lengths: list[int]) -> None:
+    messages = [dict(m) for m in pool]  # distinct objects, as a real history has
+    checker = GrowingPairing()
+    for n in sorted(lengths) + lengths:  # growing, then rewinding and jumping around
+        assert checker.violations("openai_chat", messages[:n]) == whole(messages[:n])
+
+
+def call(cid: str) -> dict[str, Any]:
+    return {"id": cid, "type": "function", "function": {"name": "f", "arguments": "{}"}}
+
+
+@st.composite
+def agent_run(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[int]]:
+    """A run of valid tool turns with a fault now and then, and the turn boundaries."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    ends = [1]
+    for turn in range(draw(st.integers(1, 12))):
+        fault = draw(st.sampled_from(["none"] * 6 + ["dup_result", "reuse", "orphan", "skip"]))
+        ids = [f"t{turn}_{k}" for k in range(draw(st.integers(1, 3)))]
+        if fault == "reuse" and turn:
+            ids[0] = "t0_0"
+        messages.append({"role": "assistant", "content": None, "tool_calls": list(map(call, ids))})
+        for cid in ids[1:] if fault == "skip" else ids:
+            messages.append({"role": "tool", "tool_call_id": cid, "content": "out"})
+        if fault == "dup_result":
+            messages.append({"role": "tool", "tool_call_id": "t0_0", "content": "again"})
+        if fault == "orphan":
+            messages.append({"role": "tool", "tool_call_id": "nobody", "content": "out"})
+        ends.append(len(messages))
+    return messages, ends
+
+
+@given(agent_run(), st.data())
+def test_growing_runs_equal_the_whole_list(
+    run: tuple[list[dict[str, Any]], list[int]], data: st.DataObject
+) -> None:
+    messages, ends = run
+    checker = GrowingPairing()
+    picks = data.draw(st.lists(st.sampled_from(ends), min_size=1, max_size=8))
+    for n in sorted(picks) + picks:
+        assert checker.violations("openai_chat", messages[:n]) == whole(messages[:n])
+
+
+def test_appended_messages_are_checked_against_the_earlier_ones() -> None:
+    history: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    checker = GrowingPairing()
+    for i in range(50):
+        history += [
+            {"role": "assistant", "content": None, "tool_calls": [call(f"c{i}")]},
+            {"role": "tool", "tool_call_id": f"c{i}", "content": "out"},
+        ]
+        assert checker.violations("openai_chat", history) == []
+    history += [
+        {"role": "tool", "tool_call_id": "c0", "content": "again"},
+        {"role": "assistant", "content": None, "tool_calls": [call("c7")]},
+        {"role": "tool", "tool_call_id": "c7", "content": "out"},
+    ]
+    found = checker.violations("openai_chat", history)
+    assert found == whole(history)
+    assert [(v.kind, v.call_id) for v in found] == [
+        ("duplicate_result", "c0"),
+        ("duplicate_call", "c7"),
+        ("duplicate_result", "c7"),
+    ]
+
+
+def test_a_replaced_history_is_read_whole() -> None:
+    checker = GrowingPairing()
+    first = [
+        {"role": "assistant", "content": None, "tool_calls": [call("x")]},
+        {"role": "tool", "tool_call_id": "x", "content": "out"},
+    ]
+    assert checker.violations("openai_chat", first) == []
+    second = [dict(first[0]), {"role": "tool", "tool_call_id": "y", "content": "out"}]
+    assert [v.kind for v in checker.violations("openai_chat", second)] == [
+        "missing_result",
+        "orphaned_result",
+    ]
