@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -96,3 +97,50 @@ def test_undecodable_file_name(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert main(["count", str(path)]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[1].split()[-1] == str(tmp_path / "bad\\xffname.txt")
+
+
+def test_demo_shows_every_kind_of_decision(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out
+    assert "sent as it is" in out and "stubbed" in out and "compacted" in out
+    assert out.rstrip().endswith("never changed: yes.")
+
+
+def test_demo_calls_fit_and_leave_the_history_alone() -> None:
+    from ctxbudget.demo import replay
+
+    calls = list(replay(window=12_000))
+    assert calls and all(c.fill <= 1.0 and c.history_intact for c in calls)
+    assert max(c.history_tokens for c in calls) > 4 * 12_000  # the run outgrows the window
+
+
+def test_inspect_the_sample(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["inspect", "--sample"]) == 0
+    out = capsys.readouterr().out
+    assert "samples/agent_session.json: 10 messages (openai_chat)" in out
+    assert "fits" in out and "largest messages" in out
+
+
+def test_inspect_a_request_body_over_its_window(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ctxbudget.demo import TOOLS, demo_run
+
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps({"model": "gpt-4o", "tools": TOOLS, "messages": demo_run()}))
+    assert main(["inspect", str(path), "--window", "16000"]) == 0
+    out = capsys.readouterr().out
+    assert "does NOT fit" in out
+    assert "tool outputs become stubs" in out
+    assert "compact the older turns" in out
+
+
+def test_inspect_refuses_what_is_not_a_conversation(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"messages": 3}')
+    assert main(["inspect", str(bad)]) == 1
+    assert "expected a list of messages" in capsys.readouterr().err
+    assert main(["inspect"]) == 2
+    assert main(["inspect", str(bad), "--sample"]) == 2

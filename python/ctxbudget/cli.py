@@ -11,7 +11,15 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from ctxbudget.demo import print_demo
 from ctxbudget.errors import BinaryContentError
+from ctxbudget.messages import MessageFormatError
+from ctxbudget.report import (
+    DEFAULT_MODEL,
+    inspect_conversation,
+    load_conversation,
+    print_inspection,
+)
 from ctxbudget.tokens import DEFAULT_ENCODING, ENCODINGS, estimate_tokens
 from ctxbudget.tool_output import validate_text
 
@@ -126,13 +134,52 @@ def _parser() -> argparse.ArgumentParser:
         "--samples", action="store_true", help="count the sample files bundled with ctxbudget"
     )
     count.set_defaults(run=_count)
+    inspect = commands.add_parser(
+        "inspect", help="a conversation JSON: what it costs, what pruning would make of it"
+    )
+    inspect.add_argument("file", nargs="?", help="JSON: a list of messages, or a request body")
+    inspect.add_argument("--sample", action="store_true", help="the bundled agent session")
+    inspect.add_argument("--model", help=f"model (default: the file's, else {DEFAULT_MODEL})")
+    inspect.add_argument("--window", type=int, help="context window (default: the model's)")
+    inspect.add_argument("--max-tokens", type=int, help="the request's output cap")
+    inspect.set_defaults(run=_inspect)
+    demo = commands.add_parser(
+        "demo", help="replay a bundled agent run through ContextGuard and show each decision"
+    )
+    demo.add_argument("--window", type=int, default=16_000, help="context window (16000)")
+    demo.add_argument("--model", default="gpt-4o", help="model (gpt-4o)")
+    demo.set_defaults(run=lambda args: print_demo(args.window, args.model))
     return parser
+
+
+def _inspect(args: argparse.Namespace) -> int:
+    if args.sample == bool(args.file):
+        print("ctxbudget inspect: give a FILE or --sample", file=sys.stderr)
+        return 2
+    path = _sample_paths_named("agent_session.json") if args.sample else Path(args.file)
+    name = "samples/agent_session.json" if args.sample else _display(args.file)
+    try:
+        conv = load_conversation(path, args.model)
+        ins = inspect_conversation(conv, window=args.window, max_tokens=args.max_tokens)
+    except (OSError, ValueError, KeyError, MessageFormatError) as err:
+        print(f"ctxbudget inspect: {name}: {err}", file=sys.stderr)
+        return 1
+    print_inspection(ins, name)
+    return 0
+
+
+def _sample_paths_named(name: str) -> Path:
+    return next(p for p in _sample_paths() if p.name == name)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the process exit code (1 when a file could not be counted)."""
     args = _parser().parse_args(argv)
-    code: int = args.run(args)
+    try:
+        code: int = args.run(args)
+    except BrokenPipeError:  # the reader went away (| head): not an error of ours
+        sys.stderr.close()
+        return 0
     return code
 
 

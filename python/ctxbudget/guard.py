@@ -51,6 +51,7 @@ from ctxbudget.pairing import validate_pairing
 from ctxbudget.pairing_cache import GrowingPairing
 from ctxbudget.prune import PruneConfig, Pruner, make_budget
 from ctxbudget.request import RequestEstimate, RequestEstimator
+from ctxbudget.summary_prompt import largest_summary
 from ctxbudget.turns import PairingError, ScanCache, pairing_events, resolve_ids
 
 __all__ = ["ContextGuard", "GuardResult", "GuardedRequest"]
@@ -444,26 +445,37 @@ class ContextGuard:
             limit = min(limit, cap)
         self._pruner.budget = self._pruner_budget(limit, max_tokens)
 
-        def view_of(msgs: list[Any]) -> tuple[list[Any], CalibratedEstimate]:
+        def view_of(msgs: list[Any]) -> tuple[list[Any], CalibratedEstimate, bool]:
+            """The pruned view of ``msgs`` with old results stubbed as needed, its estimate,
+            and whether its fresh tail with the largest summary is over ``limit``
+            (compaction keeps the tail: it cannot make the request fit then)."""
             pruned = self._pruner.prune(
                 msgs, system=system, tools=tools, max_tokens=max_tokens, reason=reason,
                 run_start=run_start,
             )  # fmt: skip
             fresh_from = len(pruned.messages) - (len(msgs) - pruned.tail_start)
             est = self._estimate(pruned.messages, system, tools, max_tokens, pruned.estimate)
-            return self._stub_largest(
+            view, est = self._stub_largest(
                 pruned.messages, est, system, tools, max_tokens, limit, fresh_from, reason
             )
+            raw = est.raw
+            tail = raw.total - sum(raw.per_message[: max(0, fresh_from)])
+            tail_tokens = tail * est.total / max(1, raw.total)
+            return view, est, tail_tokens + largest_summary(self.budget.window) > limit
 
-        view, est = view_of(history)
+        def stub_fresh() -> tuple[list[Any], CalibratedEstimate]:
+            """The fresh results too, largest first (SPEC F3)."""
+            return self._stub_largest(view, est, system, tools, max_tokens, limit, None, reason)
+
+        view, est, tail_over = view_of(history)
+        if est.total > limit and tail_over:  # fresh output that compaction cannot make room for
+            view, est = stub_fresh()
         if est.total > limit and self.summarize is not None:
             compacted = yield from self._compact(caller, history, system, tools, max_tokens, reason)
             if compacted is not None:
-                view, est = view_of(compacted)
-        if est.total > limit:  # the fresh results too, largest first (SPEC F3)
-            view, est = self._stub_largest(
-                view, est, system, tools, max_tokens, limit, None, reason
-            )
+                view, est, _ = view_of(compacted)
+        if est.total > limit:
+            view, est = stub_fresh()
         self._check_pairing(history, view)
         self._ratio = est.total / max(1, est.raw.total)
         request = GuardedRequest(view, system, tools, max_tokens, est, 1, reason)

@@ -84,8 +84,12 @@ def summary_max_tokens(transcript_tokens: int, window: int) -> int:
     >>> summary_max_tokens(500_000, 1_000_000), summary_max_tokens(30_000, 16_000)
     (12000, 800)
     """
-    high = min(window * 5 // 100, 12_000)
-    return max(1, min(max(transcript_tokens // 5, 2_000), high))
+    return max(1, min(max(transcript_tokens // 5, 2_000), largest_summary(window)))
+
+
+def largest_summary(window: int) -> int:
+    """The most tokens :func:`summary_max_tokens` ever allows for ``window``."""
+    return min(window * 5 // 100, 12_000)
 
 
 def summary_words(max_tokens: int) -> int:
