@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -113,3 +114,51 @@ def test_a_replaced_history_is_read_whole() -> None:
         "missing_result",
         "orphaned_result",
     ]
+
+
+@given(agent_run(), st.lists(st.tuples(st.integers(0, 60), message), max_size=8), st.data())
+def test_replaced_messages_equal_the_whole_list(
+    run: tuple[list[dict[str, Any]], list[int]],
+    edits: list[tuple[int, dict[str, Any]]],
+    data: st.DataObject,
+) -> None:
+    """Between calls, messages in the middle are replaced (a stub, another result) and the
+    list grows or shrinks; every answer is the whole list's."""
+    messages, ends = run
+    checker = GrowingPairing()
+    current = list(messages)
+    assert checker.violations("openai_chat", current) == whole(current)
+    for index, replacement in edits:
+        current = list(current)
+        if current:
+            current[index % len(current)] = dict(replacement)
+        n = data.draw(st.sampled_from(ends))
+        current = current[:n] + [dict(m) for m in messages[len(current[:n]) : n]]
+        assert checker.violations("openai_chat", current) == whole(current)
+
+
+def test_an_old_violation_is_not_read_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A call left without a result stays a violation, reported every turn, while only
+    the appended messages are read."""
+    import ctxbudget.pairing_cache as module
+
+    reads: list[Any] = []
+    real = module.scan_one
+    monkeypatch.setattr(module, "scan_one", lambda m, fmt: reads.append(m) or real(m, fmt))
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None, "tool_calls": [call("lost")]},
+        {"role": "user", "content": "never mind"},
+    ]
+    checker = GrowingPairing()
+    checker.violations("openai_chat", history)
+    for i in range(30):
+        history += [
+            {"role": "assistant", "content": None, "tool_calls": [call(f"c{i}")]},
+            {"role": "tool", "tool_call_id": f"c{i}", "content": "out"},
+        ]
+        reads.clear()
+        found = checker.violations("openai_chat", history)
+        assert reads == history[-2:]
+        assert [(v.kind, v.call_id) for v in found] == [("missing_result", "lost")]
+        assert found == whole(history)

@@ -47,12 +47,12 @@ from ctxbudget.events import ContextEvent, EventCallback, Reason, emit
 from ctxbudget.largest import StubCandidates, stub_largest
 from ctxbudget.messages import detect_format
 from ctxbudget.overflow import OverflowInfo, classify_overflow
-from ctxbudget.pairing import validate_pairing
 from ctxbudget.pairing_cache import GrowingPairing
 from ctxbudget.prune import PruneConfig, Pruner, make_budget
 from ctxbudget.request import RequestEstimate, RequestEstimator
+from ctxbudget.summary_memory import SummaryMemory
 from ctxbudget.summary_prompt import largest_summary
-from ctxbudget.turns import PairingError, ScanCache, pairing_events, resolve_ids
+from ctxbudget.turns import PairingError, ScanCache, resolve_ids
 
 __all__ = ["ContextGuard", "GuardResult", "GuardedRequest"]
 
@@ -126,6 +126,18 @@ class GuardResult(Generic[R]):
     events: tuple[ContextEvent, ...]
     overflow: OverflowInfo | None
     usage_recorded: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """One guarded call's inputs, and the events it made."""
+
+    messages: list[Any]
+    system: Any
+    tools: Sequence[Any] | None
+    max_tokens: int | None
+    run_start: bool
+    events: list[ContextEvent]
 
 
 #: The two steps of a call that do I/O, yielded by the flow to its driver:
@@ -232,8 +244,7 @@ class ContextGuard:
         # Calibrated / raw input of the last request (what the provider counts per estimated
         # token); a cold guard starts from the tracker's cold factor.
         self._ratio = self.tracker.cold_factor if self.tracker is not None else 1.0
-        # The last compaction: the caller's messages it replaced, and what replaced them.
-        self._summary: tuple[list[Any], list[Any]] | None = None
+        self._memory = SummaryMemory()
 
     # -- the two drivers
 
@@ -334,11 +345,8 @@ class ContextGuard:
         run_start: bool,
         events: list[ContextEvent],
     ) -> _Flow:
-        caller = list(messages)
-        history = self._with_summary(caller)
-        request = yield from self._prepare(
-            caller, history, system, tools, max_tokens, "proactive", run_start, None
-        )
+        call = _Call(list(messages), system, tools, max_tokens, run_start, events)
+        request = yield from self._prepare(call, max_tokens, "proactive", None)
         overflow: OverflowInfo | None = None
         try:
             response = yield ("send", request)
@@ -347,7 +355,7 @@ class ContextGuard:
             if info is None or not self._believe(info, request):
                 raise
             overflow = info
-            retry = yield from self._recover(caller, request, info, exc, run_start)
+            retry = yield from self._recover(call, request, info, exc)
             try:
                 response = yield ("send", retry)
             except Exception as again:
@@ -370,34 +378,24 @@ class ContextGuard:
         return request.input_tokens >= _LOW_CONFIDENCE_SHARE * usable
 
     def _recover(
-        self,
-        caller: list[Any],
-        request: GuardedRequest,
-        info: OverflowInfo,
-        error: Exception,
-        run_start: bool,
+        self, call: _Call, request: GuardedRequest, info: OverflowInfo, error: Exception
     ) -> Generator[_Step, Any, GuardedRequest]:
         """The retry after the provider's overflow ``info`` (SPEC F3-F5)."""
         measured = self._observe_overflow(request, info)
         lowered = self._lower_output(request, info)
         if lowered is not None:
             return lowered
-        cap: int | None = None
+        self._adopt_window(info)
         if measured is None:
             # The estimate was too low by an unknown amount: ask for a clearly smaller request.
             cap = int(request.input_tokens * _UNKNOWN_COUNT_SHRINK)
-        elif self.tracker is None:
-            cap = self.budget.available(request.max_tokens) - (measured - request.input_tokens)
-        if info.limit_tokens is not None and info.limit_tokens < self.budget.window:
-            # The provider's window is smaller than the budget's: hold to the provider's.
-            stated = info.limit_tokens - self.budget.reserve(request.max_tokens)
-            cap = stated if cap is None else min(cap, stated)
-        history = self._with_summary(caller)  # with the summary the first attempt made, if any
+        else:
+            # What the estimate missed stays missing from the retry's estimate (the
+            # calibration learns it over several reports, one overflow moves it little).
+            excess = max(0, measured - request.input_tokens)
+            cap = self.budget.available(request.max_tokens) - excess
         try:
-            retry = yield from self._prepare(
-                caller, history, request.system, request.tools, request.max_tokens, "overflow",
-                run_start, cap,
-            )  # fmt: skip
+            retry = yield from self._prepare(call, request.max_tokens, "overflow", cap)
         except ContextBudgetError as exc:
             raise ContextOverflowError.from_info(
                 info, model=self.model, reason=f"recovery could not make it fit: {exc}"
@@ -414,8 +412,10 @@ class ContextGuard:
 
     def _lower_output(self, request: GuardedRequest, info: OverflowInfo) -> GuardedRequest | None:
         """The request with a smaller ``max_tokens`` when only the output reserve overflowed
-        and the provider stated the input and the window (SPEC F5)."""
-        if info.input_fits is not True or info.input_tokens is None or info.limit_tokens is None:
+        and the provider stated the input exactly and the window (SPEC F5)."""
+        if info.input_fits is not True or not info.exact:
+            return None  # vLLM's "at least N input tokens" is where it stopped counting
+        if info.input_tokens is None or info.limit_tokens is None:
             return None
         room = info.limit_tokens - info.input_tokens
         if room < 1 or (request.max_tokens is not None and room >= request.max_tokens):
@@ -426,20 +426,30 @@ class ContextGuard:
         )  # fmt: skip
         return replace(request, max_tokens=room, attempt=2, reason="overflow")
 
+    def _adopt_window(self, info: OverflowInfo) -> None:
+        """Hold to the provider's window from now on when it is smaller than the budget's
+        (a deployment with a shorter context than the model's registry entry)."""
+        limit = info.limit_tokens
+        if limit is None or info.kind == "request_too_large" or limit >= self.budget.window:
+            return
+        logger.warning(
+            "the provider's window is %d tokens, not %d: using it from now on",
+            limit, self.budget.window,
+        )  # fmt: skip
+        b = self.budget
+        self.budget = ContextWindowBudget(
+            limit, b.reserved_output, margin=b.margin, max_reserve_fraction=b.max_reserve_fraction,
+            max_output=b.max_output, default_output=b.default_output, model=b.model,
+        )  # fmt: skip
+
     # -- building the request
 
     def _prepare(
-        self,
-        caller: list[Any],
-        history: list[Any],
-        system: Any,
-        tools: Sequence[Any] | None,
-        max_tokens: int | None,
-        reason: Reason,
-        run_start: bool,
-        cap: int | None,
+        self, call: _Call, max_tokens: int | None, reason: Reason, cap: int | None
     ) -> Generator[_Step, Any, GuardedRequest]:
-        """Steps 1-4: the view of ``history`` that fits, checked; no I/O but compaction."""
+        """Steps 1-4: the view of the history that fits, checked; no I/O but compaction."""
+        system, tools = call.system, call.tools
+        history = self._memory.apply(self._format(call.messages), call.messages)
         limit = self.budget.available(max_tokens)
         if cap is not None:
             limit = min(limit, cap)
@@ -451,12 +461,12 @@ class ContextGuard:
             (compaction keeps the tail: it cannot make the request fit then)."""
             pruned = self._pruner.prune(
                 msgs, system=system, tools=tools, max_tokens=max_tokens, reason=reason,
-                run_start=run_start,
+                run_start=call.run_start,
             )  # fmt: skip
             fresh_from = len(pruned.messages) - (len(msgs) - pruned.tail_start)
             est = self._estimate(pruned.messages, system, tools, max_tokens, pruned.estimate)
             view, est = self._stub_largest(
-                pruned.messages, est, system, tools, max_tokens, limit, fresh_from, reason
+                pruned.messages, est, call, max_tokens, limit, fresh_from, reason
             )
             raw = est.raw
             tail = raw.total - sum(raw.per_message[: max(0, fresh_from)])
@@ -465,18 +475,18 @@ class ContextGuard:
 
         def stub_fresh() -> tuple[list[Any], CalibratedEstimate]:
             """The fresh results too, largest first (SPEC F3)."""
-            return self._stub_largest(view, est, system, tools, max_tokens, limit, None, reason)
+            return self._stub_largest(view, est, call, max_tokens, limit, None, reason)
 
         view, est, tail_over = view_of(history)
         if est.total > limit and tail_over:  # fresh output that compaction cannot make room for
             view, est = stub_fresh()
         if est.total > limit and self.summarize is not None:
-            compacted = yield from self._compact(caller, history, system, tools, max_tokens, reason)
+            compacted = yield from self._compact(call, history, max_tokens, reason)
             if compacted is not None:
                 view, est, _ = view_of(compacted)
         if est.total > limit:
             view, est = stub_fresh()
-        self._check_pairing(history, view)
+        self._check_pairing(view)
         self._ratio = est.total / max(1, est.raw.total)
         request = GuardedRequest(view, system, tools, max_tokens, est, 1, reason)
         if cap is not None and est.total > cap:
@@ -502,36 +512,30 @@ class ContextGuard:
         )  # fmt: skip
 
     def _compact(
-        self,
-        caller: list[Any],
-        history: list[Any],
-        system: Any,
-        tools: Sequence[Any] | None,
-        max_tokens: int | None,
-        reason: Reason,
+        self, call: _Call, history: list[Any], max_tokens: int | None, reason: Reason
     ) -> Generator[_Step, Any, list[Any] | None]:
         """Compaction of ``history`` through the driver; the new history (remembered for the
         next turns), or ``None`` when it could not help."""
+        fmt = self._format(history)
         args = {
             "messages": history, "summarize": self.summarize, "budget": self.budget,
-            "tools": tools, "system": system, "model": self.model, "format": self._format(history),
+            "tools": call.tools, "system": call.system, "model": self.model, "format": fmt,
             "reason": reason, "max_tokens": max_tokens, "keep_tokens": self._keep_tokens,
-            "on_event": self._event, **self._estimator_args,
+            "on_event": self._recorder(call.events), **self._estimator_args,
         }  # fmt: skip
         try:
             result: CompactResult = yield ("compact", args)
         except CompactionError as exc:
             logger.warning("compaction did not help: %s", exc)
             return None
-        self._remember_summary(caller, result)
+        self._memory.remember(fmt, call.messages, result)
         return result.messages
 
     def _stub_largest(
         self,
         view: list[Any],
         est: CalibratedEstimate,
-        system: Any,
-        tools: Sequence[Any] | None,
+        call: _Call,
         max_tokens: int | None,
         limit: int,
         fresh_from: int | None,
@@ -551,7 +555,7 @@ class ContextGuard:
             if not n:
                 break
             view, stubbed = out, stubbed + n
-            est = self._estimate(view, system, tools, max_tokens)
+            est = self._estimate(view, call.system, call.tools, max_tokens)
         if stubbed:
             event = ContextEvent(
                 action="prune", reason=reason, tokens_before=before, tokens_after=est.total,
@@ -570,18 +574,10 @@ class ContextGuard:
             rescan=lambda out: self._scan(fmt, out), fresh_from=fresh_from,
         )  # fmt: skip
 
-    def _check_pairing(self, history: list[Any], view: list[Any]) -> None:
-        """Raise :class:`~ctxbudget.turns.PairingError` unless ``view`` pairs every call.
-
-        Rewrites add no violation (each checks), so a valid ``history`` (checked turn by
-        turn, reading only what was appended) means a valid view; a history with violations
-        may still give a valid view (pruning adds results for calls that had none), so the
-        view itself is read then.
-        """
-        fmt = self._format(view)
-        if not self._pairing.violations(fmt, history):
-            return
-        violations = validate_pairing(pairing_events(_resolved(fmt, self._scan(fmt, view))))
+    def _check_pairing(self, view: list[Any]) -> None:
+        """Raise :class:`~ctxbudget.turns.PairingError` unless ``view`` pairs every call
+        (reading only what changed since the last request)."""
+        violations = self._pairing.violations(self._format(view), view)
         if violations:
             raise PairingError("sending this request", violations)
 
@@ -626,31 +622,6 @@ class ContextGuard:
             )  # fmt: skip
         return measured
 
-    def _remember_summary(self, caller: list[Any], result: CompactResult) -> None:
-        """Remember which of the caller's messages the summary replaced: all but the kept
-        recent ones, which are the caller's own objects at the end of both lists."""
-        kept = result.kept
-        ours, theirs = result.messages[len(result.messages) - kept :], caller[len(caller) - kept :]
-        if kept > len(caller) or not _same_messages(ours, theirs):
-            self._summary = None  # the kept part reaches into an earlier summary: not mapped
-            return
-        self._summary = (
-            caller[: len(caller) - kept],
-            result.messages[: len(result.messages) - kept],
-        )
-
-    def _with_summary(self, messages: list[Any]) -> list[Any]:
-        """``messages`` with the part the last compaction replaced swapped for its summary,
-        when the caller's history still starts with those messages."""
-        if self._summary is None:
-            return messages
-        replaced, summary = self._summary
-        n = len(replaced)
-        if len(messages) >= n and all(a is b for a, b in zip(messages, replaced, strict=False)):
-            return summary + messages[n:]
-        self._summary = None  # the caller rewrote its history: start over
-        return messages
-
     def _format(self, messages: list[Any]) -> str:
         return self._pruner.format or detect_format(messages)
 
@@ -661,9 +632,20 @@ class ContextGuard:
         return cache.scan(messages)
 
     def _event(self, event: ContextEvent) -> None:
+        """Events of work done under the lock: the current call's (see :meth:`_advance`)."""
         self._collected.append(event)
         if self.on_event is not None:
             self.on_event(event)
+
+    def _recorder(self, events: list[ContextEvent]) -> EventCallback:
+        """Events of work done outside the lock (compaction): to that call's ``events``."""
+
+        def record(event: ContextEvent) -> None:
+            events.append(event)
+            if self.on_event is not None:
+                self.on_event(event)
+
+        return record
 
 
 def _resolved(fmt: str, infos: list[Any]) -> list[Any]:

@@ -1,15 +1,14 @@
-"""Tool-call pairing of a growing history, checked turn by turn (SPEC G2).
+"""Tool-call pairing of a changing list of messages, checked call after call (SPEC G2).
 
-An agent's history grows by appending. :class:`GrowingPairing` keeps what it learned of the
-part it already validated (each call id's call and result positions), so a turn reads only
-the messages appended since, and asks :func:`~ctxbudget.pairing.validate_pairing` about them
-plus the earlier events of the ids they mention: the answer is the one the whole list would
-get. A list that does not start with the messages validated last (the caller rewound or
-replaced its history) is read whole again.
+A request's messages change little from one call to the next: messages are appended, and
+now and then one in the middle is replaced (a tool output turned into a stub). Pairing
+violations of one call id depend only on that id's events, so :class:`GrowingPairing` keeps
+each id's events and violations, and on each call reads only the messages after the part
+that is unchanged (the same objects as last time), re-judging just the ids they touch: the
+answer is the one validating the whole list gives.
 
-The earlier messages are recognised by identity: a message edited in place after it was
-validated is not read again. Gemini histories, whose id-less calls pair by position, are
-always read whole.
+Messages are recognised by identity: one edited in place after it was read is not read
+again. Gemini lists, whose id-less calls pair by position, are always read whole.
 """
 
 from __future__ import annotations
@@ -23,56 +22,75 @@ from ctxbudget.turns import pairing_events, resolve_ids, scan, scan_one
 __all__ = ["GrowingPairing"]
 
 _CALL, _RESULT = int(EventKind.CALL), int(EventKind.RESULT)
+#: The order of violations at one position (as :func:`validate_pairing` sorts them).
+_KIND_ORDER = {
+    "missing_result": 0,
+    "orphaned_result": 1,
+    "duplicate_call": 2,
+    "result_before_call": 3,
+    "duplicate_result": 4,
+}
 
 
 class GrowingPairing:
-    """Pairing violations of successive versions of one history (not thread-safe: the
-    owner serialises calls)."""
+    """Pairing violations of successive versions of one list of messages (not thread-safe:
+    the owner serialises calls)."""
 
     def __init__(self) -> None:
         self._fmt: str | None = None
         self._msgs: list[Any] = []
-        # call id -> (position of its call, position of its result)
-        self._pairs: dict[str, tuple[int, int]] = {}
+        self._events: dict[str, list[tuple[int, int]]] = {}  # call id -> (position, kind)
+        self._found: dict[str, list[PairingViolation]] = {}  # call id -> its violations
 
     def violations(self, fmt: str, messages: Sequence[Any]) -> list[PairingViolation]:
         """Every pairing violation of ``messages`` (read in ``fmt``)."""
         msgs = list(messages)
-        start = self._validated_prefix(fmt, msgs)
-        events = _events(fmt, msgs, start)
-        mentioned = {cid for _, _, cid in events}
-        earlier: list[tuple[int, int, str]] = []
-        for cid in mentioned & self._pairs.keys():
-            call, result = self._pairs[cid]
-            earlier += [(call, _CALL, cid), (result, _RESULT, cid)]
-        found = validate_pairing(sorted(earlier) + events)
-        if found:
-            self._forget()
-            return found
-        for pos, kind, cid in events:
-            if kind == _CALL:
-                self._pairs[cid] = (pos, -1)
-            else:
-                self._pairs[cid] = (self._pairs[cid][0], pos)
+        start = self._unchanged(fmt, msgs)
+        touched = self._drop_from(start)
+        new = _events(fmt, msgs, start)
+        for _, _, cid in new:
+            touched.add(cid)
+        earlier = sorted(
+            (pos, kind, cid) for cid in touched for pos, kind in self._events.get(cid, ())
+        )
+        for cid in touched:
+            self._found.pop(cid, None)
+        for violation in validate_pairing(earlier + new):
+            self._found.setdefault(violation.call_id, []).append(violation)
+        for pos, kind, cid in new:
+            self._events.setdefault(cid, []).append((pos, kind))
         self._fmt, self._msgs = fmt, msgs
-        return []
+        found = [v for vs in self._found.values() for v in vs]
+        return sorted(found, key=lambda v: (v.positions[0], _KIND_ORDER[v.kind], v.call_id))
 
-    def _validated_prefix(self, fmt: str, msgs: list[Any]) -> int:
-        """How many leading messages of ``msgs`` were validated last (0: read them all)."""
-        n = len(self._msgs)
-        if (
-            fmt == self._fmt
-            and fmt != "gemini"
-            and len(msgs) >= n
-            and all(a is b for a, b in zip(msgs, self._msgs, strict=False))
-        ):
-            return n
-        self._forget()
-        return 0
+    def _unchanged(self, fmt: str, msgs: list[Any]) -> int:
+        """How many leading messages are the ones read last time (0: read them all)."""
+        if fmt != self._fmt or fmt == "gemini":
+            self._fmt, self._msgs = None, []
+            self._events.clear()
+            self._found.clear()
+            return 0
+        k = 0
+        for a, b in zip(msgs, self._msgs, strict=False):
+            if a is not b:
+                break
+            k += 1
+        return k
 
-    def _forget(self) -> None:
-        self._fmt, self._msgs = None, []
-        self._pairs.clear()
+    def _drop_from(self, start: int) -> set[str]:
+        """Forget the events at positions ``start`` and after; the ids that had some."""
+        if start >= len(self._msgs):
+            return set()
+        touched = set()
+        for cid, events in list(self._events.items()):
+            if events[-1][0] >= start:
+                touched.add(cid)
+                kept = [e for e in events if e[0] < start]
+                if kept:
+                    self._events[cid] = kept
+                else:
+                    del self._events[cid]
+        return touched
 
 
 def _events(fmt: str, msgs: list[Any], start: int) -> list[tuple[int, int, str]]:

@@ -267,6 +267,9 @@ class Pruner:
         self._fits_seen: SeenFits = NOTHING_SEEN
         self._undecided: dict[str, tuple[ScanCache, ScanCache]] = {}
         self._sizes: dict[tuple[int, int], tuple[Any, Any, int, str]] = {}
+        # Results the last view added for calls that had none, and the calls they answer.
+        self._inserted: dict[tuple[Any, ...], tuple[Any, Any]] = {}
+        self._lost: frozenset[str] = frozenset()
         self._stubs: dict[
             tuple[int, tuple[tuple[int, StubKind, str | None, str | None], ...]],
             tuple[Any, Any, Any, tuple[tuple[str, str | None, int, int, StubKind], ...]],
@@ -511,7 +514,11 @@ class Pruner:
         # Anthropic/Gemini: result blocks for missing calls go into the next user message
         carry: list[dict[str, Any]] = []
         chat_inserts: dict[int, list[dict[str, Any]]] = {}
-        changed = bool(missing)  # a view that differs from the previous call's
+        # a view that differs from the previous call's: new stubs, or other calls missing
+        lost = frozenset(cid for calls in missing.values() for cid, _ in calls)
+        changed = lost != self._lost
+        self._lost = lost
+        made_now: dict[tuple[Any, ...], tuple[Any, Any]] = {}
         names = self._names(infos) if stubs else {}  # tool name of each call id
         missed: list[PrunedOutput] = []
         n = len(msgs)
@@ -532,9 +539,9 @@ class Pruner:
             new = replaced.get(i, m)
             if carry:
                 if infos[i].kind in ("results", "user"):
-                    new = with_results(fmt, new, carry)
+                    new = self._inserted_once(made_now, fmt, new, carry)
                 else:
-                    out.append(with_results(fmt, None, carry))
+                    out.append(self._inserted_once(made_now, fmt, None, carry))
                     positions.append(None)
                 carry = []
             out.append(new)
@@ -543,7 +550,11 @@ class Pruner:
                 text = missing_text(name)
                 stub_tokens = estimate_tokens(text, self.encoding)
                 missed.append(PrunedOutput(i, cid, name, 0, stub_tokens, "missing"))
-                block = result_message(fmt, cid, name, text)
+                key = ("result", fmt, cid, name)
+                block = (self._inserted.get(key) or made_now.get(key) or (None, None))[1]
+                if block is None:
+                    block = result_message(fmt, cid, name, text)
+                made_now[key] = (None, block)
                 if fmt in ("anthropic", "gemini"):
                     carry.append(block)
                 elif fmt == "openai_chat":
@@ -559,8 +570,9 @@ class Pruner:
             out.extend(inserted)
             positions.extend([None] * len(inserted))
         if carry:
-            out.append(with_results(fmt, None, carry))
+            out.append(self._inserted_once(made_now, fmt, None, carry))
             positions.append(None)
+        self._inserted = made_now
         out = in_history_type(out, msgs)
         if missed:
             pruned = sorted([*pruned, *missed], key=lambda p: p.index)
@@ -586,6 +598,25 @@ class Pruner:
         )
         emit(event, self.on_event)
         return PruneResult(out, tuple(pruned), before.total, after.total, fits, tail, after, event)
+
+    def _inserted_once(
+        self,
+        made_now: dict[tuple[Any, ...], tuple[Any, Any]],
+        fmt: str,
+        message: Any | None,
+        blocks: list[dict[str, Any]],
+    ) -> Any:
+        """``with_results(fmt, message, blocks)``, the same object as the previous call's for
+        the same message and blocks (a stable view: the provider's prompt cache, and the
+        guard's pairing check, re-read nothing)."""
+        key = ("carry", id(message), tuple(id(b) for b in blocks))
+        hit = self._inserted.get(key)
+        if hit is not None and hit[0] is message:
+            made = hit[1]
+        else:
+            made = with_results(fmt, message, blocks)
+        made_now[key] = (message, made)
+        return made
 
     def _trim_caches(self, msgs: list[Any]) -> None:
         """Forget sizes and stubs of messages no longer in the conversation."""

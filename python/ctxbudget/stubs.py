@@ -41,6 +41,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ctxbudget.formats.common import as_mapping
+
 __all__ = ["STUB_PREFIX", "is_stub", "missing_text", "stub_text"]
 
 #: Every stub text starts with this; a stub is never stubbed again.
@@ -156,7 +158,7 @@ def replace_results(fmt: str, message: Any, stubs: Mapping[int, str]) -> dict[st
     elif fmt == "anthropic":
         content = list(m["content"])
         for slot, text in stubs.items():
-            block = dict(content[slot])
+            block = dict(_block(content[slot]))
             kept = _keep_non_text(block.get("content"), ("text",))
             block["content"] = [{"type": "text", "text": text}, *kept] if kept else text
             content[slot] = block
@@ -164,7 +166,7 @@ def replace_results(fmt: str, message: Any, stubs: Mapping[int, str]) -> dict[st
     elif fmt == "gemini":
         parts = list(m["parts"])
         for slot, text in stubs.items():
-            part = dict(parts[slot])
+            part = dict(_block(parts[slot]))
             key = "function_response" if "function_response" in part else "functionResponse"
             fr = dict(part[key])
             fr["response"] = {"result": text}
@@ -242,6 +244,14 @@ def in_history_type(out: list[Any], history: Sequence[Any]) -> list[Any]:
     if not all(type(m) is cls for m in history):
         return out
     return [validate(m) if isinstance(m, Mapping) else m for m in out]
+
+
+def _block(block: Any) -> Mapping[str, Any]:
+    """A content block or part as a mapping (an SDK object's fields)."""
+    found = as_mapping(block)
+    if found is None:
+        raise TypeError(f"expected a content block, got {type(block).__name__}")
+    return found
 
 
 def _dump(message: Any) -> dict[str, Any]:

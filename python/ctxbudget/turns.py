@@ -99,6 +99,19 @@ def as_mapping(message: Any) -> Mapping[str, Any]:
     return found
 
 
+def _mappings(items: Any) -> list[tuple[int, Mapping[str, Any]]]:
+    """(index, mapping) of the items of a list that read as mappings: dicts, and the block
+    objects of the provider SDKs (appended to a history as the response gave them)."""
+    if not isinstance(items, list):
+        return []
+    out = []
+    for i, item in enumerate(items):
+        found = item if isinstance(item, Mapping) else _as_mapping(item)
+        if found is not None:
+            out.append((i, found))
+    return out
+
+
 def _is_summary_text(content: Any) -> bool:
     if isinstance(content, str):
         return content.startswith(SUMMARY_MARKER)
@@ -133,7 +146,7 @@ def _scan_chat(m: Mapping[str, Any]) -> MessageInfo:
         if not calls:
             return _ASSISTANT
         out = []
-        for call in calls:
+        for _, call in _mappings(calls):
             fn = call.get("function") or {}
             out.append((call.get("id"), fn.get("name") or ""))
         return MessageInfo("assistant", calls=tuple(out))
@@ -175,8 +188,8 @@ def _scan_anthropic(m: Mapping[str, Any]) -> MessageInfo:
             return _ASSISTANT
         calls = tuple(
             (b.get("id"), b.get("name") or "")
-            for b in content
-            if isinstance(b, Mapping) and b.get("type") == "tool_use"
+            for _, b in _mappings(content)
+            if b.get("type") == "tool_use"
         )
         return MessageInfo("assistant", calls=calls) if calls else _ASSISTANT
     if role != "user":
@@ -184,8 +197,8 @@ def _scan_anthropic(m: Mapping[str, Any]) -> MessageInfo:
     if isinstance(content, list):
         results = tuple(
             (b.get("tool_use_id"), None, i)
-            for i, b in enumerate(content)
-            if isinstance(b, Mapping) and b.get("type") == "tool_result"
+            for i, b in _mappings(content)
+            if b.get("type") == "tool_result"
         )
         if results:
             return MessageInfo("results", results=results)
@@ -202,18 +215,16 @@ def _scan_gemini(m: Mapping[str, Any]) -> MessageInfo:
     parts = m.get("parts") or []
     if role == "model":
         calls = []
-        for p in parts:
-            if isinstance(p, Mapping):
-                fc = _gem_get(p, "function_call", "functionCall")
-                if isinstance(fc, Mapping):
-                    calls.append((fc.get("id"), fc.get("name") or ""))
+        for _, p in _mappings(parts):
+            fc = _gem_get(p, "function_call", "functionCall")
+            if isinstance(fc, Mapping):
+                calls.append((fc.get("id"), fc.get("name") or ""))
         return MessageInfo("assistant", calls=tuple(calls)) if calls else _ASSISTANT
     results = []
-    for i, p in enumerate(parts):
-        if isinstance(p, Mapping):
-            fr = _gem_get(p, "function_response", "functionResponse")
-            if isinstance(fr, Mapping):
-                results.append((fr.get("id"), fr.get("name"), i))
+    for i, p in _mappings(parts):
+        fr = _gem_get(p, "function_response", "functionResponse")
+        if isinstance(fr, Mapping):
+            results.append((fr.get("id"), fr.get("name"), i))
     if results:
         return MessageInfo("results", results=tuple(results))
     if parts and isinstance(parts[0], Mapping):
@@ -459,9 +470,9 @@ def result_text(fmt: str, message: Any, slot: int) -> tuple[str, int]:
     if fmt == "openai_responses":
         return _texts(m.get("output"), ("input_text", "output_text", "text"))
     if fmt == "anthropic":
-        block = m["content"][slot]
+        block = as_mapping(m["content"][slot])
         return _texts(block.get("content"), ("text",))
-    part = m["parts"][slot]
+    part = as_mapping(m["parts"][slot])
     fr = _gem_get(part, "function_response", "functionResponse") or {}
     response = fr.get("response")
     if isinstance(response, Mapping) and len(response) == 1:

@@ -1,0 +1,257 @@
+"""ContextGuard decisions that real providers and agent loops provoke (each failed before).
+
+``send`` here is a plain function playing the provider: it counts, refuses with the
+provider's own wording, or answers with a usage report.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from typing import Any
+
+import pytest
+
+from ctxbudget import (
+    ContextGuard,
+    ContextWindowBudget,
+    GuardedRequest,
+    PruneConfig,
+    estimate_request,
+    estimate_tokens,
+)
+
+NO_THRESHOLD = PruneConfig(threshold=10**9)
+
+
+def call(cid: str, name: str = "read_file") -> dict[str, Any]:
+    return {"id": cid, "type": "function", "function": {"name": name, "arguments": "{}"}}
+
+
+def tool_turn(cid: str, text: str, name: str = "read_file") -> list[dict[str, Any]]:
+    return [
+        {"role": "assistant", "content": None, "tool_calls": [call(cid, name)]},
+        {"role": "tool", "tool_call_id": cid, "content": text},
+    ]
+
+
+def blob(lines: int, tag: str) -> str:
+    return "".join(
+        f"{tag} line {i}: some log output value={i * 7919 % 1000}\n" for i in range(lines)
+    )
+
+
+def test_a_stated_count_sizes_the_retry_even_with_calibration() -> None:
+    """A hex dump the estimate under-counts: the provider's count must size the retry, not
+    a calibration learned from 14 ordinary turns."""
+    window = 40_000
+    dump = "".join(f"{i:08x}" for i in range(6_000))
+    sent: list[tuple[int, int]] = []
+
+    def send(request: GuardedRequest) -> dict[str, Any]:
+        extra = sum(
+            int(0.8 * estimate_tokens(dump))
+            for m in request.messages
+            if m.get("role") == "tool" and m["content"] == dump
+        )
+        count = request.estimate.raw.total + extra
+        sent.append((request.attempt, count))
+        if count + 1_000 > window:
+            raise RuntimeError(f"prompt is too long: {count} tokens > {window} maximum")
+        return {"usage": {"input_tokens": count}}
+
+    budget = ContextWindowBudget(window, reserved_output=1_000, margin=0)
+    guard = ContextGuard("gpt-4o", budget=budget, prune=NO_THRESHOLD)
+    history: list[dict[str, Any]] = [{"role": "user", "content": "Audit the service."}]
+    for i in range(14):
+        history += tool_turn(f"c{i}", blob(60, f"t{i}"))
+        guard.send(send, history, max_tokens=1_000)
+    history += tool_turn("dump", dump, name="hexdump")
+    sent.clear()
+
+    result = guard.send(send, history, max_tokens=1_000)
+
+    assert [a for a, _ in sent] == [1, 2] and result.request.attempt == 2
+    assert sent[1][1] + 1_000 <= window
+
+
+def test_an_at_least_count_does_not_lower_max_tokens() -> None:
+    """vLLM stops counting the prompt at limit - max_tokens + 1: "at least N" is no count
+    to lower max_tokens by; the input must shrink."""
+    limit, max_tokens = 32_768, 8_192
+    sent: list[GuardedRequest] = []
+
+    def send(request: GuardedRequest) -> dict[str, Any]:
+        sent.append(request)
+        real = int(request.input_tokens * 1.3)
+        if real + max_tokens > limit:
+            at_least = limit - max_tokens + 1
+            raise RuntimeError(
+                f"This model's maximum context length is {limit} tokens. However, you"
+                f" requested {max_tokens} output tokens and your prompt contains at least"
+                f" {at_least} input tokens, for a total of at least {at_least + max_tokens}"
+                " tokens. Please reduce the length of the input prompt or the number of"
+                f" requested output tokens. (parameter=input_tokens, value={at_least})"
+            )
+        return {"usage": {"prompt_tokens": real}}
+
+    history: list[dict[str, Any]] = [{"role": "user", "content": "Investigate the job."}]
+    for i in range(7):
+        history += tool_turn(f"c{i}", blob(160, f"t{i}"))
+    assert estimate_request(history).total * 1.3 + max_tokens > limit
+    budget = ContextWindowBudget(limit, max_tokens, margin=0)
+    guard = ContextGuard(budget=budget, calibration=False, prune=NO_THRESHOLD)
+
+    result = guard.send(send, history, max_tokens=max_tokens)
+
+    assert [r.max_tokens for r in sent] == [max_tokens, max_tokens]
+    assert result.request.input_tokens < sent[0].input_tokens
+
+
+@pytest.mark.parametrize("max_tokens", [None, 4_096])
+def test_a_smaller_provider_window_is_adopted(max_tokens: int | None) -> None:
+    """A 32k deployment of a model the registry knows as 128k."""
+    window = 32_768
+    sent: list[GuardedRequest] = []
+
+    def send(request: GuardedRequest) -> dict[str, Any]:
+        sent.append(request)
+        if request.input_tokens + (request.max_tokens or 4_096) > window:
+            raise RuntimeError(
+                f"This model's maximum context length is {window} tokens. However, your"
+                f" messages resulted in {request.input_tokens} tokens. Please reduce the"
+                " length of the messages."
+            )
+        return {"usage": {"prompt_tokens": request.input_tokens}}
+
+    history: list[dict[str, Any]] = [{"role": "user", "content": "Summarise the logs."}]
+    for i in range(12):
+        history += tool_turn(f"c{i}", blob(120, f"t{i}"))
+    history.append({"role": "user", "content": "The spec:\n" + blob(1_000, "spec")})
+    assert estimate_request(history, model="gpt-4o").total + 4_096 > window
+    guard = ContextGuard("gpt-4o")
+
+    result = guard.send(send, history, max_tokens=max_tokens)
+
+    assert result.request.attempt == 2 and guard.budget.window == window
+    history += tool_turn("next", "ok")
+    sent.clear()
+    guard.send(send, history, max_tokens=max_tokens)
+    assert len(sent) == 1  # the next turn is sized for the real window at once
+
+
+def test_anthropic_sdk_blocks_appended_as_the_docs_do() -> None:
+    types = pytest.importorskip("anthropic.types")
+    response = types.Message.model_validate(
+        {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-4-5",
+            "content": [
+                {"type": "text", "text": "Let me look."},
+                {"type": "tool_use", "id": "toolu_1", "name": "ls", "input": {"path": "."}},
+            ],
+            "stop_reason": "tool_use",
+            "usage": {"input_tokens": 40, "output_tokens": 12},
+        }
+    )
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "What is in here?"}]
+    messages.append({"role": "assistant", "content": response.content})
+    messages.append(
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "a.py"}],
+        }
+    )
+    sent: list[GuardedRequest] = []
+    guard = ContextGuard("claude-sonnet-4-5")
+
+    guard.send(lambda r: sent.append(r) or response, messages, max_tokens=1_024)
+
+    assert len(sent) == 1 and sent[0].messages == messages
+
+
+def _chat(turns: int) -> list[dict[str, Any]]:
+    history: list[dict[str, Any]] = [{"role": "system", "content": "You plan trips."}]
+    for i in range(turns):
+        history.append({"role": "user", "content": f"Question {i}: " + "trip details " * 200})
+        history.append({"role": "assistant", "content": f"Answer {i}: " + "a day plan " * 200})
+    return history
+
+
+@pytest.mark.parametrize("change", ["none", "mid-run system", "reloaded", "system rebuilt"])
+def test_the_summary_is_written_once(change: str) -> None:
+    calls: list[int] = []
+
+    def summarize(prompt: str, max_tokens: int) -> str:
+        calls.append(max_tokens)
+        return "## Progress\nQuestions answered so far."
+
+    budget = ContextWindowBudget(16_000, reserved_output=1_000, margin=0)
+    guard = ContextGuard("gpt-4o", budget=budget, summarize=summarize)
+    history = _chat(20)
+    assert estimate_request(history, model="gpt-4o").total > 15_000
+    if change == "mid-run system":
+        history.insert(5, {"role": "system", "content": "From now on, answer in French."})
+    for turn in range(6):
+        sent = history
+        if change == "reloaded":
+            sent = copy.deepcopy(history)
+        elif change == "system rebuilt":
+            sent = [{"role": "system", "content": f"You plan trips. Turn {turn}."}, *history[1:]]
+        result = guard.send(lambda r: {"usage": {"prompt_tokens": r.input_tokens}}, sent)
+        assert result.request.input_tokens <= 15_000
+        history += [
+            {"role": "user", "content": f"Follow-up {turn}: " + "more details " * 100},
+            {"role": "assistant", "content": f"Reply {turn}: " + "more plans " * 100},
+        ]
+    assert len(calls) == 1
+
+
+def test_concurrent_calls_keep_their_own_events() -> None:
+    """A call that compacts and a call that does nothing, on one guard at the same time."""
+    entered, release = threading.Event(), threading.Event()
+
+    def summarize(prompt: str, max_tokens: int) -> str:
+        entered.set()
+        release.wait(5)
+        return "## Progress\nAnswered."
+
+    budget = ContextWindowBudget(16_000, reserved_output=1_000, margin=0)
+    guard = ContextGuard("gpt-4o", budget=budget, summarize=summarize)
+    results: dict[str, Any] = {}
+
+    def ok(request: GuardedRequest) -> dict[str, Any]:
+        return {"usage": {"prompt_tokens": request.input_tokens}}
+
+    big = threading.Thread(target=lambda: results.update(big=guard.send(ok, _chat(30))))
+    big.start()
+    assert entered.wait(5)
+    results["small"] = guard.send(ok, [{"role": "user", "content": "hi"}])
+    release.set()
+    big.join(5)
+
+    assert [e.action for e in results["big"].events] == ["compact"]
+    assert results["small"].events == ()
+
+
+def test_a_call_left_without_result_keeps_the_view_stable() -> None:
+    """The Pruner answers a lost call in the view with the same message object every turn,
+    and reports it once."""
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": "Refactor."},
+        {"role": "assistant", "content": None, "tool_calls": [call("lost", "run")]},
+        {"role": "user", "content": "That hung; carry on."},
+    ]
+    guard = ContextGuard("gpt-4.1", window=1_000_000)
+    views, events = [], []
+    for i in range(4):
+        history += tool_turn(f"c{i}", f"ok {i}")
+        result = guard.send(lambda r: {"usage": {"prompt_tokens": r.input_tokens}}, history)
+        views.append(result.request.messages)
+        events.append(len(result.events))
+    answer = views[0][2]
+    assert answer["role"] == "tool" and answer["tool_call_id"] == "lost"
+    assert all(v[2] is answer for v in views)
+    assert events == [1, 0, 0, 0]
