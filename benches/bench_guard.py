@@ -8,7 +8,8 @@ the guard's own work, at two windows:
 - ``pruned``: a 128k window, the history (~350k tokens) does not fit, most old outputs are
   stubs (the :class:`~ctxbudget.prune.Pruner` inside the guard re-applies them each turn).
 
-Each guard has seen the 600 messages; the timed call sends them with one message appended.
+Each guard has seen the conversation at 598 and 600 messages (a loop under way, calibrated);
+the timed call sends it with one message appended.
 Measured in the same run, as baselines: a :class:`~ctxbudget.request.RequestEstimator` and a
 :class:`~ctxbudget.prune.Pruner` after the same append (the guard runs both, and more).
 
@@ -41,6 +42,7 @@ def test_guard_append(benchmark: Any, case: str) -> None:
     def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
         nonlocal guard
         guard = ContextGuard(MODEL, window=WINDOWS[case])
+        guard.send(send, CONVERSATION[:-2], tools=TOOLS)  # a loop under way: two turns seen
         guard.send(send, CONVERSATION, tools=TOOLS)
         return (send, APPENDED), {"tools": TOOLS}
 
