@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from ctxbudget import (
+    ContextBudgetError,
     ContextGuard,
     ContextWindowBudget,
     GuardedRequest,
@@ -255,3 +256,20 @@ def test_a_call_left_without_result_keeps_the_view_stable() -> None:
     assert answer["role"] == "tool" and answer["tool_call_id"] == "lost"
     assert all(v[2] is answer for v in views)
     assert events == [1, 0, 0, 0]
+
+
+def test_a_message_too_large_for_the_window_is_named() -> None:
+    budget = ContextWindowBudget(40_000, reserved_output=1_000, margin=0)
+    guard = ContextGuard("gpt-4o", budget=budget)
+    history = [
+        {"role": "system", "content": "You summarise documents."},
+        {"role": "user", "content": "Summarise: " + "word " * 60_000},
+    ]
+    sent: list[GuardedRequest] = []
+
+    with pytest.raises(ContextBudgetError) as err:
+        guard.send(sent.append, history)
+
+    assert sent == []
+    assert err.value.component == "conversation"
+    assert "the largest message is #1 (user, " in str(err.value)

@@ -44,6 +44,7 @@ from ctxbudget.calibration import CalibratedEstimate, CalibrationTracker
 from ctxbudget.compact import CompactionError, CompactResult, acompact, compact
 from ctxbudget.errors import ContextBudgetError, ContextOverflowError
 from ctxbudget.events import ContextEvent, EventCallback, Reason, emit
+from ctxbudget.formats.common import as_mapping
 from ctxbudget.largest import StubCandidates, stub_largest
 from ctxbudget.messages import detect_format
 from ctxbudget.overflow import OverflowInfo, classify_overflow
@@ -495,7 +496,7 @@ class ContextGuard:
                 f"input {est.total:,} still over {cap:,}, the most the provider's error allows",
                 input_tokens=est.total, reserved_output=self.budget.reserve(max_tokens),
             )  # fmt: skip
-        self.budget.enforce(est.total, max_tokens=max_tokens)
+        self._enforce(view, est, max_tokens)
         return request
 
     def _pruner_budget(self, limit: int, max_tokens: int | None) -> ContextWindowBudget:
@@ -509,6 +510,34 @@ class ContextGuard:
         return ContextWindowBudget(
             int(limit / ratio) + reserve, reserved_output=reserve, margin=0,
             max_reserve_fraction=None, max_output=self.budget.max_output, model=self.model,
+        )  # fmt: skip
+
+    def _enforce(self, view: list[Any], est: CalibratedEstimate, max_tokens: int | None) -> None:
+        """Raise :class:`~ctxbudget.errors.ContextBudgetError` unless the request fits,
+        naming the component at fault and the largest message (SPEC F4: a message too large
+        for the window is said so, not retried)."""
+        violation = self.budget.check(est.total, max_tokens=max_tokens)
+        if violation is None:
+            return
+        # The component at fault, from the uncalibrated estimate when it is over too.
+        blamed = self.budget.check(est.raw, max_tokens=max_tokens) or violation
+        raw = est.raw
+        why = (
+            f"input {est.total:,} (estimate {raw.total:,} x calibration"
+            f" {est.total / max(1, raw.total):.2f}) + reserve {violation.reserve:,} is over the"
+            f" {self.budget.window:,} window by {violation.over_by:,}; {blamed.component} at"
+            f" fault (system {raw.system:,}, tools {raw.tools:,}, conversation"
+            f" {raw.conversation:,}, framing {raw.framing:,})"
+        )
+        if raw.per_message:
+            i = max(range(len(raw.per_message)), key=raw.per_message.__getitem__)
+            m = as_mapping(view[i]) or {}
+            role = m.get("role") or m.get("type") or "message"
+            why += f"; the largest message is #{i} ({role}, {raw.per_message[i]:,} tokens)"
+        raise ContextBudgetError(
+            self.model, self.budget.window, violation.requested_tokens, why,
+            input_tokens=violation.input_tokens, reserved_output=violation.reserve,
+            component=blamed.component, exact=blamed.exact,
         )  # fmt: skip
 
     def _compact(
