@@ -165,17 +165,27 @@ def table(reports: list[RunReport]) -> str:
     return "\n".join(rows)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+def replay_parser(doc: str) -> argparse.ArgumentParser:
+    """The command line of a replay: the runs' directory, the windows."""
+    parser = argparse.ArgumentParser(description=doc.split("\n", 1)[0])
     parser.add_argument("directory", type=Path)
     parser.add_argument("--window", type=int, action="append", help="repeatable")
-    args = parser.parse_args(argv)
-    reports = replay(load_runs(args.directory), tuple(args.window or WINDOWS))
-    print(table(reports))
+    return parser
+
+
+def finish(reports: list[Any], text: str) -> int:
+    """Print the table, then every failure on stderr; the exit code."""
+    print(text)
     failures = [f"{r.name}@{r.window}: {f}" for r in reports for f in r.failures]
     for failure in failures:
         print(failure, file=sys.stderr)
     return 1 if failures else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = replay_parser(__doc__ or "").parse_args(argv)
+    reports = replay(load_runs(args.directory), tuple(args.window or WINDOWS))
+    return finish(reports, table(reports))
 
 
 if __name__ == "__main__":

@@ -25,15 +25,12 @@ recovered from.
 
 from __future__ import annotations
 
-import argparse
 import copy
 import statistics
-import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from benches.replay_compaction import first_words_summarizer, pairing_ok
+from benches.replay_compaction import finish, first_words_summarizer, pairing_ok, replay_parser
 from benches.replay_trajectories import TOOLS, Run, load_runs
 from ctxbudget import ContextGuard, ContextWindowBudget, GuardedRequest, estimate_request
 from ctxbudget.errors import ContextWindowError
@@ -163,17 +160,11 @@ def table(reports: list[GuardReport]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("directory", type=Path)
-    parser.add_argument("--window", type=int, action="append", help="repeatable")
+    parser = replay_parser(__doc__ or "")
     parser.add_argument("--skew", type=float, default=1.0, help="provider tokens per ours")
     args = parser.parse_args(argv)
     reports = replay(load_runs(args.directory), tuple(args.window or WINDOWS), args.skew)
-    print(table(reports))
-    failures = [f"{r.name}@{r.window}: {f}" for r in reports for f in r.failures]
-    for failure in failures:
-        print(failure, file=sys.stderr)
-    return 1 if failures else 0
+    return finish(reports, table(reports))
 
 
 if __name__ == "__main__":
