@@ -15,6 +15,7 @@ import pytest
 from ctxbudget import (
     ContextBudgetError,
     ContextGuard,
+    ContextOverflowError,
     ContextWindowBudget,
     GuardedRequest,
     PruneConfig,
@@ -34,6 +35,10 @@ def tool_turn(cid: str, text: str, name: str = "read_file") -> list[dict[str, An
         {"role": "assistant", "content": None, "tool_calls": [call(cid, name)]},
         {"role": "tool", "tool_call_id": cid, "content": text},
     ]
+
+
+def numbered(words: str, lines: int) -> str:
+    return "".join(f"{words} {i}\n" for i in range(lines))
 
 
 def blob(lines: int, tag: str) -> str:
@@ -110,35 +115,72 @@ def test_an_at_least_count_does_not_lower_max_tokens() -> None:
 
 
 @pytest.mark.parametrize("max_tokens", [None, 4_096])
-def test_a_smaller_provider_window_is_adopted(max_tokens: int | None) -> None:
-    """A 32k deployment of a model the registry knows as 128k."""
+def test_a_smaller_provider_window_is_kept_for_the_next_turns(max_tokens: int | None) -> None:
+    """A 32k deployment of a model the registry knows as 128k, worded as OpenAI does: the
+    output is counted (and said so) only when the request asks for one."""
     window = 32_768
     sent: list[GuardedRequest] = []
 
     def send(request: GuardedRequest) -> dict[str, Any]:
         sent.append(request)
-        if request.input_tokens + (request.max_tokens or 4_096) > window:
-            raise RuntimeError(
-                f"This model's maximum context length is {window} tokens. However, your"
-                f" messages resulted in {request.input_tokens} tokens. Please reduce the"
-                " length of the messages."
+        n, out = request.input_tokens, request.max_tokens
+        if n + (out or 0) > window:
+            said = (
+                f"you requested {n + out} tokens ({n} in the messages, {out} in the completion)"
+                if out
+                else f"your messages resulted in {n} tokens"
             )
-        return {"usage": {"prompt_tokens": request.input_tokens}}
+            raise RuntimeError(
+                f"This model's maximum context length is {window} tokens. However, {said}."
+                " Please reduce the length of the messages."
+            )
+        return {"usage": {"prompt_tokens": n}}
 
     history: list[dict[str, Any]] = [{"role": "user", "content": "Summarise the logs."}]
     for i in range(12):
         history += tool_turn(f"c{i}", blob(120, f"t{i}"))
-    history.append({"role": "user", "content": "The spec:\n" + blob(1_000, "spec")})
-    assert estimate_request(history, model="gpt-4o").total + 4_096 > window
+    history.append({"role": "user", "content": "The spec:\n" + blob(1_400, "spec")})
+    assert estimate_request(history, model="gpt-4o").total > window
     guard = ContextGuard("gpt-4o")
 
     result = guard.send(send, history, max_tokens=max_tokens)
 
-    assert result.request.attempt == 2 and guard.budget.window == window
-    history += tool_turn("next", "ok")
+    assert result.request.attempt == 2
+    assert result.request.input_tokens + (max_tokens or 0) <= window
+    for i in range(3):  # the next turns are sized for the real window at once
+        history += tool_turn(f"next{i}", blob(200, f"n{i}"))
+        sent.clear()
+        guard.send(send, history, max_tokens=max_tokens)
+        assert len(sent) == 1
+
+
+def test_an_input_limit_is_not_taken_for_a_window() -> None:
+    """gpt-5's input cap (272k of a 400k window) is the input's: a later request of 268k
+    input with 8k of output is sent, not refused as if 272k were input + output."""
+    limit = 272_000
+    sent: list[GuardedRequest] = []
+
+    def send(request: GuardedRequest) -> dict[str, Any]:
+        sent.append(request)
+        if request.input_tokens > limit:
+            raise RuntimeError(
+                f"Input tokens exceed the configured limit of {limit} tokens. Your messages"
+                f" resulted in {request.input_tokens} tokens. Please reduce the length of the"
+                " messages."
+            )
+        return {"usage": {"prompt_tokens": request.input_tokens}}
+
+    def message(tokens: int) -> list[dict[str, Any]]:
+        return [{"role": "user", "content": "Read: " + "word " * (tokens - 10)}]
+
+    guard = ContextGuard("gpt-5", calibration=False)
+    with pytest.raises(ContextOverflowError):  # one message, nothing to remove
+        guard.send(send, message(280_000), max_tokens=8_000)
     sent.clear()
-    guard.send(send, history, max_tokens=max_tokens)
-    assert len(sent) == 1  # the next turn is sized for the real window at once
+
+    result = guard.send(send, message(268_000), max_tokens=8_000)
+
+    assert len(sent) == 1 and 264_000 < result.request.input_tokens <= limit
 
 
 def test_anthropic_sdk_blocks_appended_as_the_docs_do() -> None:
@@ -273,3 +315,160 @@ def test_a_message_too_large_for_the_window_is_named() -> None:
     assert sent == []
     assert err.value.component == "conversation"
     assert "the largest message is #1 (user, " in str(err.value)
+
+
+def ok(request: GuardedRequest) -> dict[str, Any]:
+    return {"usage": {"prompt_tokens": request.input_tokens}}
+
+
+def test_a_replaced_tool_calls_list_is_read_again() -> None:
+    """The caller drops a call by replacing the message's tool_calls list (and its result):
+    the pairing check must not keep the dropped call."""
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": "Check the repo."},
+        {"role": "assistant", "content": None, "tool_calls": [call("c1", "ls"), call("c2")]},
+        {"role": "tool", "tool_call_id": "c1", "content": "a.py b.py"},
+        {"role": "tool", "tool_call_id": "c2", "content": "SECRET=..."},
+        {"role": "assistant", "content": "Two files."},
+        {"role": "user", "content": "Good, continue."},
+    ]
+    guard = ContextGuard("gpt-4o")
+    guard.send(ok, history)
+    history[1]["tool_calls"] = [call("c1", "ls")]
+    del history[3]
+    history += [{"role": "assistant", "content": "Going on."}, {"role": "user", "content": "?"}]
+
+    result = guard.send(ok, history)
+
+    assert result.request.messages == history
+
+
+def test_an_edit_of_a_message_holding_an_added_result_is_sent() -> None:
+    """Anthropic: a lost call's result is added into the next user message; when the caller
+    replaces that message's content (a redaction), the edit is what is sent."""
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": "Deploy."},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": "c1", "name": "build", "input": {}},
+                {"type": "tool_use", "id": "c2", "name": "read_env", "input": {}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "c2", "content": "KEY=secret"}],
+        },
+        {"role": "assistant", "content": "Build failed."},
+        {"role": "user", "content": "Try again."},
+    ]
+    sent: list[GuardedRequest] = []
+
+    def send(request: GuardedRequest) -> dict[str, Any]:
+        sent.append(request)
+        return {"usage": {"input_tokens": request.input_tokens}}
+
+    guard = ContextGuard("claude-sonnet-4", format="anthropic")
+    guard.send(send, history)
+    history[2]["content"] = [
+        {"type": "tool_result", "tool_use_id": "c2", "content": "KEY=[REDACTED]"}
+    ]
+    history += [{"role": "assistant", "content": "Retrying."}, {"role": "user", "content": "Go."}]
+
+    guard.send(send, history)
+
+    assert "secret" in str(sent[0].messages) and "secret" not in str(sent[1].messages)
+    assert [b["tool_use_id"] for b in sent[1].messages[2]["content"]] == ["c2", "c1"]
+
+
+def test_gemini_part_objects_keep_the_order_of_responses() -> None:
+    """The 'no output' result of a lost id-less call goes after the real response, also
+    when the parts are google-genai Part objects (responses pair with calls in order)."""
+    gtypes = pytest.importorskip("google.genai.types")
+
+    def history(objects: bool) -> list[dict[str, Any]]:
+        def part(**fields: Any) -> Any:
+            p = gtypes.Part(**fields)
+            return p if objects else p.model_dump(exclude_none=True)
+
+        def read(path: str) -> Any:
+            return part(function_call=gtypes.FunctionCall(name="read_file", args={"path": path}))
+
+        answer = gtypes.FunctionResponse(name="read_file", response={"result": "port: 8080"})
+        return [
+            {"role": "user", "parts": [{"text": "Read config.yaml, then secrets.yaml."}]},
+            {"role": "model", "parts": [read("config.yaml"), read("secrets.yaml")]},
+            {"role": "user", "parts": [part(function_response=answer)]},
+            {"role": "model", "parts": [{"text": "Got the config."}]},
+            {"role": "user", "parts": [{"text": "Continue."}]},
+        ]
+
+    def responses(objects: bool) -> list[str]:
+        sent: list[GuardedRequest] = []
+        guard = ContextGuard("gemini-2.5-flash", format="gemini")
+        guard.send(lambda r: sent.append(r) or {}, history(objects))
+        out = []
+        for p in sent[0].messages[2]["parts"]:
+            fr = p["function_response"] if isinstance(p, dict) else p.function_response
+            result = fr["response"] if isinstance(fr, dict) else fr.response
+            out.append(result["result"][:10])
+        return out
+
+    assert responses(False) == responses(True) == ["port: 8080", "[ctxbudget"]
+
+
+def test_a_rewrite_refused_once_is_refused_again() -> None:
+    from ctxbudget import Pruner
+    from ctxbudget.turns import PairingError
+
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": "list"},
+        {"role": "assistant", "content": None, "tool_calls": [call("call_0", "ls")]},
+        {"role": "user", "content": "again"},
+        {"role": "assistant", "content": None, "tool_calls": [call("call_0", "ls")]},
+        {"role": "user", "content": "and?"},
+    ]
+    pruner = Pruner(128_000, model="gpt-4o")
+    for _ in range(3):
+        with pytest.raises(PairingError):
+            pruner.prune(history)
+
+
+@pytest.mark.parametrize("calibration", [True, False])
+def test_the_excess_a_provider_states_is_counted_once(calibration: bool) -> None:
+    """The first call overflows (the provider counts 1.7x): the retry stubs one output, not
+    both (the anchored estimate and the limit must not both take the excess)."""
+
+    def provider(request: GuardedRequest) -> dict[str, Any]:
+        n = int(request.estimate.raw.total * 1.7)
+        if n > 128_000:
+            raise RuntimeError(
+                "This model's maximum context length is 128000 tokens. However, your messages"
+                f" resulted in {n} tokens. Please reduce the length of the messages."
+            )
+        return {"usage": {"prompt_tokens": n}}
+
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": "Read both logs."},
+        {"role": "assistant", "content": None, "tool_calls": [call("c1"), call("c2")]},
+        {
+            "role": "tool",
+            "tool_call_id": "c1",
+            "content": numbered("alpha beta gamma delta", 5_000),
+        },
+        {
+            "role": "tool",
+            "tool_call_id": "c2",
+            "content": numbered("epsilon zeta eta theta", 4_700),
+        },
+    ]
+    guard = ContextGuard(
+        "gpt-4o", calibration=calibration, prune=PruneConfig(turn_floor_fraction=None)
+    )
+
+    result = guard.send(provider, history)
+
+    stubbed = [
+        m["tool_call_id"] for m in result.request.messages[2:] if "[ctxbudget" in m["content"]
+    ]
+    assert result.request.attempt == 2 and len(stubbed) == 1

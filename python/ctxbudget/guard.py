@@ -40,7 +40,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Generic, Literal, TypeVar
 
 from ctxbudget.budget import ContextWindowBudget
-from ctxbudget.calibration import CalibratedEstimate, CalibrationTracker
+from ctxbudget.calibration import CalibratedEstimate, CalibrationTracker, reported_input_tokens
 from ctxbudget.compact import CompactionError, CompactResult, acompact, compact
 from ctxbudget.errors import ContextBudgetError, ContextOverflowError
 from ctxbudget.events import ContextEvent, EventCallback, Reason, emit
@@ -139,6 +139,38 @@ class _Call:
     max_tokens: int | None
     run_start: bool
     events: list[ContextEvent]
+
+
+@dataclass(frozen=True, slots=True)
+class _Room:
+    """The most input a request may have.
+
+    Attributes:
+        base: The budget's available input, within the provider's stated limit.
+        cap: A limit for the calibrated estimate (after an overflow that stated no count).
+        raw_cap: A limit for the uncalibrated estimate, after an overflow that stated a
+            count: the available input less what the provider counted beyond our estimate
+            of the request it refused. That excess is assumed to stay unless removed
+            content explains it (safe: a second overflow fails the call).
+    """
+
+    base: int = 0
+    cap: int | None = None
+    raw_cap: int | None = None
+
+    def over(self, est: CalibratedEstimate) -> int:
+        """How many (calibrated) tokens ``est`` is over the room; <= 0 when it fits."""
+        limit = self.base if self.cap is None else min(self.base, self.cap)
+        over = est.total - limit
+        if self.raw_cap is not None:
+            ratio = est.total / max(1, est.raw.total)
+            over = max(over, math.ceil((est.raw.total - self.raw_cap) * ratio))
+        return over
+
+    @property
+    def lowest(self) -> int:
+        """The limit for uncalibrated estimates (the Pruner's)."""
+        return min(x for x in (self.base, self.cap, self.raw_cap) if x is not None)
 
 
 #: The two steps of a call that do I/O, yielded by the flow to its driver:
@@ -245,6 +277,9 @@ class ContextGuard:
         # Calibrated / raw input of the last request (what the provider counts per estimated
         # token); a cold guard starts from the tracker's cold factor.
         self._ratio = self.tracker.cold_factor if self.tracker is not None else 1.0
+        # The most input the provider's errors said it takes, and the window it stated when
+        # it counted the output against it (None: only the budget's limit).
+        self._input_cap: tuple[int, int | None] | None = None
         self._memory = SummaryMemory()
 
     # -- the two drivers
@@ -383,20 +418,18 @@ class ContextGuard:
     ) -> Generator[_Step, Any, GuardedRequest]:
         """The retry after the provider's overflow ``info`` (SPEC F3-F5)."""
         measured = self._observe_overflow(request, info)
+        self._note_limit(info, request)
         lowered = self._lower_output(request, info)
         if lowered is not None:
             return lowered
-        self._adopt_window(info)
         if measured is None:
             # The estimate was too low by an unknown amount: ask for a clearly smaller request.
-            cap = int(request.input_tokens * _UNKNOWN_COUNT_SHRINK)
+            room = _Room(cap=int(request.input_tokens * _UNKNOWN_COUNT_SHRINK))
         else:
-            # What the estimate missed stays missing from the retry's estimate (the
-            # calibration learns it over several reports, one overflow moves it little).
-            excess = max(0, measured - request.input_tokens)
-            cap = self.budget.available(request.max_tokens) - excess
+            excess = max(0, measured - request.estimate.raw.total)
+            room = _Room(raw_cap=self._available(request.max_tokens) - excess)
         try:
-            retry = yield from self._prepare(call, request.max_tokens, "overflow", cap)
+            retry = yield from self._prepare(call, request.max_tokens, "overflow", room)
         except ContextBudgetError as exc:
             raise ContextOverflowError.from_info(
                 info, model=self.model, reason=f"recovery could not make it fit: {exc}"
@@ -427,38 +460,44 @@ class ContextGuard:
         )  # fmt: skip
         return replace(request, max_tokens=room, attempt=2, reason="overflow")
 
-    def _adopt_window(self, info: OverflowInfo) -> None:
-        """Hold to the provider's window from now on when it is smaller than the budget's
-        (a deployment with a shorter context than the model's registry entry)."""
+    def _note_limit(self, info: OverflowInfo, request: GuardedRequest) -> None:
+        """Remember the most input the provider's stated limit leaves room for, for the next
+        requests too (a deployment with a shorter context than the registry's, an input
+        cap); an input it later takes beyond that lifts it (see :meth:`_observe`).
+
+        The provider's own accounting decides: when it says it counted the output (input
+        + output over the limit), the request's output is kept off the limit; when it
+        compared the input alone, the limit is the input's.
+        """
         limit = info.limit_tokens
-        if limit is None or info.kind == "request_too_large" or limit >= self.budget.window:
+        if limit is None or info.kind == "request_too_large":
             return
-        logger.warning(
-            "the provider's window is %d tokens, not %d: using it from now on",
-            limit, self.budget.window,
-        )  # fmt: skip
-        b = self.budget
-        self.budget = ContextWindowBudget(
-            limit, b.reserved_output, margin=b.margin, max_reserve_fraction=b.max_reserve_fraction,
-            max_output=b.max_output, default_output=b.default_output, model=b.model,
-        )  # fmt: skip
+        counted_output = info.output_tokens is not None
+        out = (request.max_tokens or info.output_tokens or 0) if counted_output else 0
+        cap = limit - out
+        if cap > 0 and (self._input_cap is None or cap < self._input_cap[0]):
+            logger.warning("the provider's limit of %d tokens leaves %d for the input", limit, cap)
+            self._input_cap = (cap, limit if counted_output else None)
+
+    def _available(self, max_tokens: int | None) -> int:
+        """Input tokens a request may have: the budget's, within the provider's stated cap."""
+        available = self.budget.available(max_tokens)
+        return available if self._input_cap is None else min(available, self._input_cap[0])
 
     # -- building the request
 
     def _prepare(
-        self, call: _Call, max_tokens: int | None, reason: Reason, cap: int | None
+        self, call: _Call, max_tokens: int | None, reason: Reason, room: _Room | None
     ) -> Generator[_Step, Any, GuardedRequest]:
         """Steps 1-4: the view of the history that fits, checked; no I/O but compaction."""
         system, tools = call.system, call.tools
         history = self._memory.apply(self._format(call.messages), call.messages)
-        limit = self.budget.available(max_tokens)
-        if cap is not None:
-            limit = min(limit, cap)
-        self._pruner.budget = self._pruner_budget(limit, max_tokens)
+        room = replace(room or _Room(), base=self._available(max_tokens))
+        self._pruner.budget = self._pruner_budget(room.lowest, max_tokens)
 
         def view_of(msgs: list[Any]) -> tuple[list[Any], CalibratedEstimate, bool]:
             """The pruned view of ``msgs`` with old results stubbed as needed, its estimate,
-            and whether its fresh tail with the largest summary is over ``limit``
+            and whether its fresh tail with the largest summary is over the room
             (compaction keeps the tail: it cannot make the request fit then)."""
             pruned = self._pruner.prune(
                 msgs, system=system, tools=tools, max_tokens=max_tokens, reason=reason,
@@ -467,33 +506,35 @@ class ContextGuard:
             fresh_from = len(pruned.messages) - (len(msgs) - pruned.tail_start)
             est = self._estimate(pruned.messages, system, tools, max_tokens, pruned.estimate)
             view, est = self._stub_largest(
-                pruned.messages, est, call, max_tokens, limit, fresh_from, reason
+                pruned.messages, est, call, max_tokens, room, fresh_from, reason
             )
             raw = est.raw
             tail = raw.total - sum(raw.per_message[: max(0, fresh_from)])
             tail_tokens = tail * est.total / max(1, raw.total)
-            return view, est, tail_tokens + largest_summary(self.budget.window) > limit
+            over = room.over(est) + tail_tokens - est.total
+            return view, est, over + largest_summary(self.budget.window) > 0
 
         def stub_fresh() -> tuple[list[Any], CalibratedEstimate]:
             """The fresh results too, largest first (SPEC F3)."""
-            return self._stub_largest(view, est, call, max_tokens, limit, None, reason)
+            return self._stub_largest(view, est, call, max_tokens, room, None, reason)
 
         view, est, tail_over = view_of(history)
-        if est.total > limit and tail_over:  # fresh output that compaction cannot make room for
+        if room.over(est) > 0 and tail_over:  # fresh output compaction cannot make room for
             view, est = stub_fresh()
-        if est.total > limit and self.summarize is not None:
+        if room.over(est) > 0 and self.summarize is not None:
             compacted = yield from self._compact(call, history, max_tokens, reason)
             if compacted is not None:
                 view, est, _ = view_of(compacted)
-        if est.total > limit:
+        if room.over(est) > 0:
             view, est = stub_fresh()
         self._check_pairing(view)
         self._ratio = est.total / max(1, est.raw.total)
         request = GuardedRequest(view, system, tools, max_tokens, est, 1, reason)
-        if cap is not None and est.total > cap:
+        over = room.over(est)
+        if over > 0 and self.budget.fits(est.total, max_tokens=max_tokens):
             raise ContextBudgetError(
                 self.model, self.budget.window, est.total + self.budget.reserve(max_tokens),
-                f"input {est.total:,} still over {cap:,}, the most the provider's error allows",
+                f"input {est.total:,} is {over:,} over what the provider's errors allow",
                 input_tokens=est.total, reserved_output=self.budget.reserve(max_tokens),
             )  # fmt: skip
         self._enforce(view, est, max_tokens)
@@ -566,20 +607,20 @@ class ContextGuard:
         est: CalibratedEstimate,
         call: _Call,
         max_tokens: int | None,
-        limit: int,
+        room: _Room,
         fresh_from: int | None,
         reason: Reason,
     ) -> tuple[list[Any], CalibratedEstimate]:
         """``view`` with its largest tool results stubbed until the estimate is within
-        ``limit``: only results before ``fresh_from`` when it is given, else any. ``est`` is
+        ``room``: only results before ``fresh_from`` when it is given, else any. ``est`` is
         the estimate of ``view``."""
         before, messages_before, stubbed = est.total, len(view), 0
         for _ in range(_STUB_ROUNDS):
-            if est.total <= limit:
+            if room.over(est) <= 0:
                 break
             # Sizes are raw estimates: scale what is over by the calibration's ratio.
             ratio = est.total / max(1, est.raw.total)
-            need = math.ceil((est.total - limit) / ratio)
+            need = math.ceil(room.over(est) / ratio)
             out, n = self._stub_results(view, need, fresh_from)
             if not n:
                 break
@@ -589,7 +630,7 @@ class ContextGuard:
             event = ContextEvent(
                 action="prune", reason=reason, tokens_before=before, tokens_after=est.total,
                 messages_before=messages_before, messages_after=len(view),
-                fits=est.total <= limit, stubbed=stubbed,
+                fits=room.over(est) <= 0, stubbed=stubbed,
             )  # fmt: skip
             emit(event, self._event)
         return view, est
@@ -628,11 +669,13 @@ class ContextGuard:
         return CalibratedEstimate(raw.total, False, None, 0, 1.0, raw)
 
     def _observe(self, request: GuardedRequest, response: Any) -> bool:
-        """Feed the response's usage report to the calibration; never fails the call."""
-        if self.tracker is None:
-            return False
+        """Feed the response's usage report to the calibration (and lift a stated input cap
+        the provider has now taken more than); never fails the call."""
         try:
             usage = self._usage(response) if self._usage is not None else _usage_of(response)
+            self._lift_cap(request, reported_input_tokens(usage))
+            if self.tracker is None:
+                return False
             return self.tracker.observe(
                 request.messages, usage, system=request.system, tools=request.tools,
                 raw=request.estimate.raw,
@@ -640,6 +683,15 @@ class ContextGuard:
         except Exception:  # a usage report we cannot read must not lose the response
             logger.warning("could not read the usage report of the response", exc_info=True)
             return False
+
+    def _lift_cap(self, request: GuardedRequest, reported: int | None) -> None:
+        """Forget the provider's stated limit once it accepted more than it allowed."""
+        if reported is None or self._input_cap is None:
+            return
+        cap, window = self._input_cap
+        taken = reported if window is None else reported + (request.max_tokens or 0)
+        if taken > (cap if window is None else window):
+            self._input_cap = None
 
     def _observe_overflow(self, request: GuardedRequest, info: OverflowInfo) -> int | None:
         """Feed an overflow's exact count to the calibration (SPEC F5); the count, if any."""

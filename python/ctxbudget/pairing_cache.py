@@ -7,17 +7,20 @@ each id's events and violations, and on each call reads only the messages after 
 that is unchanged (the same objects as last time), re-judging just the ids they touch: the
 answer is the one validating the whole list gives.
 
-Messages are recognised by identity: one edited in place after it was read is not read
-again. Gemini lists, whose id-less calls pair by position, are always read whole.
+A message is unchanged when it is the same object with the same content fields (as for
+:class:`~ctxbudget.turns.ScanCache`: a ``tool_calls`` or ``content`` list replaced by a new
+one is read again; a nested list edited in place is not). Gemini lists, whose id-less calls
+pair by position, are always read whole.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import repeat
 from typing import Any
 
 from ctxbudget.pairing import EventKind, PairingViolation, validate_pairing
-from ctxbudget.turns import pairing_events, resolve_ids, scan, scan_one
+from ctxbudget.turns import content_keys, pairing_events, resolve_ids, scan, scan_one
 
 __all__ = ["GrowingPairing"]
 
@@ -39,6 +42,7 @@ class GrowingPairing:
     def __init__(self) -> None:
         self._fmt: str | None = None
         self._msgs: list[Any] = []
+        self._refs: list[tuple[Any, ...]] = []  # the content fields of each of _msgs
         self._events: dict[str, list[tuple[int, int]]] = {}  # call id -> (position, kind)
         self._found: dict[str, list[PairingViolation]] = {}  # call id -> its violations
 
@@ -59,6 +63,8 @@ class GrowingPairing:
             self._found.setdefault(violation.call_id, []).append(violation)
         for pos, kind, cid in new:
             self._events.setdefault(cid, []).append((pos, kind))
+        keys = content_keys(fmt)
+        self._refs = [*self._refs[:start], *(_refs(m, keys) for m in msgs[start:])]
         self._fmt, self._msgs = fmt, msgs
         found = [v for vs in self._found.values() for v in vs]
         return sorted(found, key=lambda v: (v.positions[0], _KIND_ORDER[v.kind], v.call_id))
@@ -66,16 +72,30 @@ class GrowingPairing:
     def _unchanged(self, fmt: str, msgs: list[Any]) -> int:
         """How many leading messages are the ones read last time (0: read them all)."""
         if fmt != self._fmt or fmt == "gemini":
-            self._fmt, self._msgs = None, []
+            self._fmt, self._msgs, self._refs = None, [], []
             self._events.clear()
             self._found.clear()
             return 0
+        n = len(self._msgs)
+        keys = content_keys(fmt)
+        if len(msgs) >= n and msgs[:n] == self._msgs and self._same_refs(msgs, keys, n):
+            return n  # the common case, in C loops: the list grew
         k = 0
-        for a, b in zip(msgs, self._msgs, strict=False):
-            if a is not b:
+        for a, b, refs in zip(msgs, self._msgs, self._refs, strict=False):
+            if a is not b or not _same(_refs(a, keys), refs):
                 break
             k += 1
         return k
+
+    def _same_refs(self, msgs: list[Any], keys: tuple[str, ...], n: int) -> bool:
+        """The first ``n`` messages (the same objects as last time) have the same fields."""
+        try:
+            for j, key in enumerate(keys):
+                if list(map(dict.get, msgs[:n], repeat(key))) != [r[j] for r in self._refs]:
+                    return False
+        except TypeError:  # not dicts: compare one by one
+            return all(_same(_refs(m, keys), r) for m, r in zip(msgs, self._refs, strict=False))
+        return True
 
     def _drop_from(self, start: int) -> set[str]:
         """Forget the events at positions ``start`` and after; the ids that had some."""
@@ -91,6 +111,17 @@ class GrowingPairing:
                 else:
                     del self._events[cid]
         return touched
+
+
+def _refs(message: Any, keys: tuple[str, ...]) -> tuple[Any, ...]:
+    """The message's content fields (the objects, not copies)."""
+    if type(message) is dict:
+        return tuple(map(message.get, keys))
+    return tuple(getattr(message, key, None) for key in keys)
+
+
+def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    return all(x is y for x, y in zip(a, b, strict=True))
 
 
 def _events(fmt: str, msgs: list[Any], start: int) -> list[tuple[int, int, str]]:

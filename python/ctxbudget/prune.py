@@ -268,7 +268,7 @@ class Pruner:
         self._undecided: dict[str, tuple[ScanCache, ScanCache]] = {}
         self._sizes: dict[tuple[int, int], tuple[Any, Any, int, str]] = {}
         # Results the last view added for calls that had none, and the calls they answer.
-        self._inserted: dict[tuple[Any, ...], tuple[Any, Any]] = {}
+        self._inserted: dict[tuple[Any, ...], tuple[Any, Any, Any]] = {}
         self._lost: frozenset[str] = frozenset()
         self._stubs: dict[
             tuple[int, tuple[tuple[int, StubKind, str | None, str | None], ...]],
@@ -517,8 +517,7 @@ class Pruner:
         # a view that differs from the previous call's: new stubs, or other calls missing
         lost = frozenset(cid for calls in missing.values() for cid, _ in calls)
         changed = lost != self._lost
-        self._lost = lost
-        made_now: dict[tuple[Any, ...], tuple[Any, Any]] = {}
+        made_now: dict[tuple[Any, ...], tuple[Any, Any, Any]] = {}
         names = self._names(infos) if stubs else {}  # tool name of each call id
         missed: list[PrunedOutput] = []
         n = len(msgs)
@@ -551,10 +550,10 @@ class Pruner:
                 stub_tokens = estimate_tokens(text, self.encoding)
                 missed.append(PrunedOutput(i, cid, name, 0, stub_tokens, "missing"))
                 key = ("result", fmt, cid, name)
-                block = (self._inserted.get(key) or made_now.get(key) or (None, None))[1]
+                block = (self._inserted.get(key) or made_now.get(key) or (None, None, None))[1]
                 if block is None:
                     block = result_message(fmt, cid, name, text)
-                made_now[key] = (None, block)
+                made_now[key] = (None, block, None)
                 if fmt in ("anthropic", "gemini"):
                     carry.append(block)
                 elif fmt == "openai_chat":
@@ -572,7 +571,6 @@ class Pruner:
         if carry:
             out.append(self._inserted_once(made_now, fmt, None, carry))
             positions.append(None)
-        self._inserted = made_now
         out = in_history_type(out, msgs)
         if missed:
             pruned = sorted([*pruned, *missed], key=lambda p: p.index)
@@ -581,6 +579,8 @@ class Pruner:
             if fmt == "gemini":  # made-up ids name the indices the messages had in msgs
                 view_infos = resolve_ids(view_infos, positions=positions)
             check_pairing(infos, view_infos, "pruning")
+        # Kept only once the view is checked: a rejected rewrite is checked again next time.
+        self._lost, self._inserted = lost, made_now
         after = self._view_est.estimate(out, system=system, tools=tools, max_tokens=max_tokens)
         fits = self.budget.fits(after, max_tokens=max_tokens)
         if not changed:
@@ -601,7 +601,7 @@ class Pruner:
 
     def _inserted_once(
         self,
-        made_now: dict[tuple[Any, ...], tuple[Any, Any]],
+        made_now: dict[tuple[Any, ...], tuple[Any, Any, Any]],
         fmt: str,
         message: Any | None,
         blocks: list[dict[str, Any]],
@@ -610,12 +610,13 @@ class Pruner:
         the same message and blocks (a stable view: the provider's prompt cache, and the
         guard's pairing check, re-read nothing)."""
         key = ("carry", id(message), tuple(id(b) for b in blocks))
+        ref = None if message is None else results_ref(fmt, message)
         hit = self._inserted.get(key)
-        if hit is not None and hit[0] is message:
+        if hit is not None and hit[0] is message and hit[2] is ref:
             made = hit[1]
         else:
             made = with_results(fmt, message, blocks)
-        made_now[key] = (message, made)
+        made_now[key] = (message, made, ref)
         return made
 
     def _trim_caches(self, msgs: list[Any]) -> None:

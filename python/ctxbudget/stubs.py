@@ -212,17 +212,15 @@ def with_results(fmt: str, message: Any | None, blocks: list[dict[str, Any]]) ->
         content = m.get("content")
         if isinstance(content, str):
             content = [{"type": "text", "text": content}] if content else []
-        results = [b for b in content or [] if b.get("type") == "tool_result"]
-        rest = [b for b in content or [] if b.get("type") != "tool_result"]
+        results = [b for b in content or [] if _block(b).get("type") == "tool_result"]
+        rest = [b for b in content or [] if _block(b).get("type") != "tool_result"]
         m["content"] = [*results, *blocks, *rest]
         return m
     if message is None:
         return {"role": "user", "parts": blocks}
     m = dict(message) if isinstance(message, Mapping) else _dump(message)
     parts = list(m.get("parts") or [])
-    after = 1 + max(
-        (i for i, p in enumerate(parts) if isinstance(p, Mapping) and _is_response(p)), default=-1
-    )
+    after = 1 + max((i for i, p in enumerate(parts) if _is_response(_block(p))), default=-1)
     m["parts"] = [*parts[:after], *blocks, *parts[after:]]
     return m
 

@@ -249,6 +249,11 @@ _CONTENT_KEYS = {
 }
 
 
+def content_keys(fmt: str) -> tuple[str, ...]:
+    """The fields of a message in ``fmt`` whose replacement means the message changed."""
+    return _CONTENT_KEYS[fmt]
+
+
 def unchanged_prefix(
     messages: list[Any], previous: list[Any], refs: list[list[Any]], keys: tuple[str, ...]
 ) -> int:
