@@ -144,3 +144,19 @@ def test_inspect_refuses_what_is_not_a_conversation(
     assert "expected a list of messages" in capsys.readouterr().err
     assert main(["inspect"]) == 2
     assert main(["inspect", str(bad), "--sample"]) == 2
+
+
+def test_inspect_reads_the_output_cap_of_a_request_body(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    body = {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 1024,
+        "system": [{"type": "text", "text": "You are helpful."}],
+        "messages": [{"role": "user", "content": "hi"}],
+    }
+    path = tmp_path / "anthropic.json"
+    path.write_text(json.dumps(body))
+    assert main(["inspect", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "(anthropic)" in out and "+ 21,024 kept for the answer" in out  # 1,024 + 20k margin

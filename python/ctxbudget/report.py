@@ -27,6 +27,7 @@ class Conversation:
     tools: list[Any] | None
     system: Any
     model: str
+    max_tokens: int | None = None
 
 
 def load_conversation(path: Path, model: str | None = None) -> Conversation:
@@ -45,8 +46,14 @@ def load_conversation(path: Path, model: str | None = None) -> Conversation:
     if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
         raise ValueError("expected a list of messages or an object with a 'messages' list")
     named = data.get("model") if isinstance(data.get("model"), str) else None
+    caps = [data.get(k) for k in ("max_tokens", "max_completion_tokens", "max_output_tokens")]
+    cap = next((c for c in caps if isinstance(c, int) and not isinstance(c, bool)), None)
     return Conversation(
-        data["messages"], data.get("tools"), data.get("system"), model or named or DEFAULT_MODEL
+        data["messages"],
+        data.get("tools"),
+        data.get("system"),
+        model or named or DEFAULT_MODEL,
+        cap,
     )
 
 
@@ -73,7 +80,10 @@ class Inspection:
 def inspect_conversation(
     conv: Conversation, *, window: int | None = None, max_tokens: int | None = None
 ) -> Inspection:
-    """Estimate ``conv`` and prune it against the model's window (or ``window``)."""
+    """Estimate ``conv`` and prune it against the model's window (or ``window``);
+    ``max_tokens`` defaults to the request body's."""
+    if max_tokens is None:
+        max_tokens = conv.max_tokens
     if window is None:
         budget = ContextWindowBudget.for_model(conv.model)
     else:
@@ -97,9 +107,11 @@ def _bar(fill: float, width: int = 30) -> str:
 def _preview(message: Any, width: int = 50) -> tuple[str, str]:
     """(role, the start of its text) of a message."""
     m = as_mapping(message) or {}
-    role = str(m.get("role") or m.get("type") or "?")
-    text = json.dumps(m.get("content", m.get("output", m.get("parts", ""))), ensure_ascii=False)
-    text = text.strip('"').replace("\\n", " ")
+    role = str(m.get("role") or m.get("type") or "?")[:10]
+    body = next((m[k] for k in ("content", "output", "parts", "arguments") if k in m), "")
+    if m.get("type") == "function_call":
+        body = f"{m.get('name', '')}({m.get('arguments', '')})"
+    text = json.dumps(body, ensure_ascii=False).strip('"').replace("\\n", " ")
     return role, text[:width] + ("..." if len(text) > width else "")
 
 
