@@ -472,3 +472,172 @@ def test_the_excess_a_provider_states_is_counted_once(calibration: bool) -> None
         m["tool_call_id"] for m in result.request.messages[2:] if "[ctxbudget" in m["content"]
     ]
     assert result.request.attempt == 2 and len(stubbed) == 1
+
+
+def _window_error(limit: int, n: int) -> RuntimeError:
+    return RuntimeError(
+        f"This model's maximum context length is {limit} tokens. However, your messages"
+        f" resulted in {n} tokens. Please reduce the length of the messages."
+    )
+
+
+def test_compaction_is_sized_for_the_limit_the_provider_stated() -> None:
+    """A 16k deployment of a 128k model, and a summarizer calling the same deployment."""
+    limit = 16_384
+    prompts: list[int] = []
+
+    def provider(request: GuardedRequest) -> dict[str, Any]:
+        if request.estimate.raw.total > limit:
+            raise _window_error(limit, request.estimate.raw.total)
+        return {"usage": {"prompt_tokens": request.estimate.raw.total}}
+
+    def summarize(prompt: str, max_tokens: int) -> str:
+        n = estimate_tokens(prompt) + 16
+        prompts.append(n + max_tokens)
+        if n + max_tokens > limit:
+            raise _window_error(limit, n)
+        return "## Goal\nPlan the trip.\n## Progress\nDays planned."
+
+    history: list[dict[str, Any]] = [{"role": "system", "content": "You plan trips."}]
+    for i in range(80):
+        history += [
+            {"role": "user", "content": f"Day {i}: " + "museum visit lunch walk " * 120},
+            {"role": "assistant", "content": f"Plan {i}: " + "morning tour afternoon rest " * 120},
+        ]
+    guard = ContextGuard("gpt-4o", summarize=summarize)
+
+    guard.send(provider, history)
+    history.append({"role": "user", "content": "One more day: " + "beach " * 50})
+    result = guard.send(provider, history)
+
+    assert result.request.attempt == 1
+    assert prompts and all(p <= limit for p in prompts)
+
+
+@pytest.mark.parametrize("wording", ["anthropic", "vllm"])
+def test_an_input_alone_wording_keeps_room_for_the_output(wording: str) -> None:
+    """'prompt is too long: N > L' and vLLM's 'your request has N input tokens' state no
+    output, yet both providers count max_tokens against L."""
+    limit = 32_000
+    sent: list[tuple[int, int]] = []
+
+    def provider(request: GuardedRequest) -> dict[str, Any]:
+        n, out = request.estimate.raw.total, request.max_tokens or 4_096
+        sent.append((n, out))
+        if n > limit:
+            if wording == "anthropic":
+                raise RuntimeError(f"prompt is too long: {n} tokens > {limit} maximum")
+            raise RuntimeError(
+                f"This model's maximum context length is {limit} tokens. However, your"
+                f" request has {n} input tokens. Please reduce the length of the input messages."
+            )
+        if n + out > limit:
+            raise RuntimeError(
+                f"input length and `max_tokens` exceed context limit: {n} + {out} > {limit},"
+                " decrease input length or `max_tokens` and try again"
+            )
+        return {"usage": {"input_tokens": n}}
+
+    history: list[dict[str, Any]] = [{"role": "user", "content": "Compare the logs."}]
+    for i in range(8):
+        history += tool_turn(f"t{i}", blob(330, f"f{i}"))
+    guard = ContextGuard("gpt-4o", window=64_000, prune=PruneConfig(turn_floor_fraction=None))
+
+    result = guard.send(provider, history, max_tokens=4_096)
+
+    assert result.request.attempt == 2 and sent[-1][0] + 4_096 <= limit
+
+
+def test_a_learned_limit_follows_the_output_asked_for() -> None:
+    """After a 16k deployment's overflow: a later request with a small max_tokens is sent,
+    one whose output cannot fit beside its input is not."""
+    limit = 16_384
+    sent: list[GuardedRequest] = []
+
+    def vllm(request: GuardedRequest) -> dict[str, Any]:
+        sent.append(request)
+        n, mt = request.estimate.raw.total, request.max_tokens or 0
+        if n + mt > limit:
+            raise RuntimeError(
+                f"'max_tokens' or 'max_completion_tokens' is too large: {mt}. This model's"
+                f" maximum context length is {limit} tokens and your request has {n} input"
+                f" tokens ({mt} > {limit} - {n}). (parameter=max_tokens, value={mt})"
+            )
+        return {"usage": {"prompt_tokens": n}}
+
+    def words(n: int) -> list[dict[str, Any]]:
+        return [{"role": "user", "content": "Read: " + " ".join(f"w{i % 50}" for i in range(n))}]
+
+    guard = ContextGuard("gpt-4o", calibration=False)
+    guard.send(vllm, words(4_500), max_tokens=8_000)
+    sent.clear()
+    guard.send(vllm, words(6_000), max_tokens=512)
+    assert len(sent) == 1
+    sent.clear()
+    with pytest.raises(ContextBudgetError):
+        guard.send(vllm, words(3_000), max_tokens=12_000)
+    assert sent == []
+
+
+def test_a_lowered_max_tokens_fits_our_own_estimate_and_is_not_tiny() -> None:
+    window = 12_000
+    seen: list[GuardedRequest] = []
+
+    def provider(request: GuardedRequest) -> dict[str, Any]:
+        seen.append(request)
+        n = request.estimate.raw.total - 300  # the provider counts a little less than we do
+        out = request.max_tokens if request.max_tokens is not None else 4_096
+        if n + out > window:
+            raise RuntimeError(
+                f"input length and `max_tokens` exceed context limit: {n} + {out} > {window},"
+                " decrease input length or `max_tokens` and try again"
+            )
+        return {"usage": {"input_tokens": n}}
+
+    budget = ContextWindowBudget(window, reserved_output=1_024, margin=0)
+    guard = ContextGuard("claude-sonnet-4-5", budget=budget, calibration=False)
+    history = [{"role": "user", "content": "Review. " + "component interface detail " * 2_700}]
+
+    result = guard.send(provider, history)
+
+    lowered = result.request.max_tokens
+    assert lowered is not None and lowered >= 4_096 // 2
+    assert result.request.input_tokens + lowered <= window
+
+
+def test_a_result_stubbed_to_recover_stays_stubbed() -> None:
+    """A hex dump the estimate under-counts overflowed once; the next turns do not send it
+    whole again (with or without calibration)."""
+    window = 40_000
+    dump = "".join(f"{i:08x}" for i in range(6_000))
+
+    def send(request: GuardedRequest) -> dict[str, Any]:
+        extra = sum(
+            int(0.8 * estimate_tokens(dump))
+            for m in request.messages
+            if m.get("role") == "tool" and m["content"] == dump
+        )
+        count = request.estimate.raw.total + extra
+        attempts.append(request.attempt)
+        if count + 1_000 > window:
+            raise RuntimeError(f"prompt is too long: {count} tokens > {window} maximum")
+        return {"usage": {"input_tokens": count}}
+
+    for calibration in (True, False):
+        budget = ContextWindowBudget(window, reserved_output=1_000, margin=0)
+        guard = ContextGuard("gpt-4o", budget=budget, prune=NO_THRESHOLD, calibration=calibration)
+        history: list[dict[str, Any]] = [{"role": "user", "content": "Audit the service."}]
+        attempts: list[int] = []
+        for i in range(14):
+            history += tool_turn(f"c{i}", blob(60, f"t{i}"))
+            guard.send(send, history, max_tokens=1_000)
+        history += tool_turn("dump", dump, name="hexdump")
+        guard.send(send, history, max_tokens=1_000)
+        for _ in range(4):
+            history += [
+                {"role": "assistant", "content": "Noted."},
+                {"role": "user", "content": "Go."},
+            ]
+            attempts.clear()
+            guard.send(send, history, max_tokens=1_000)
+            assert attempts == [1]

@@ -45,7 +45,7 @@ from ctxbudget.compact import CompactionError, CompactResult, acompact, compact
 from ctxbudget.errors import ContextBudgetError, ContextOverflowError
 from ctxbudget.events import ContextEvent, EventCallback, Reason, emit
 from ctxbudget.formats.common import as_mapping
-from ctxbudget.largest import StubCandidates, stub_largest
+from ctxbudget.largest import StickyStubs, StubCandidates, stub_largest
 from ctxbudget.messages import detect_format
 from ctxbudget.overflow import OverflowInfo, classify_overflow
 from ctxbudget.pairing_cache import GrowingPairing
@@ -66,6 +66,8 @@ logger = logging.getLogger("ctxbudget.guard")
 _LOW_CONFIDENCE_SHARE = 0.8
 #: With no count in the provider's error, the retry must be at least this much smaller.
 _UNKNOWN_COUNT_SHRINK = 0.9
+#: Rules of provider errors whose stated limit is the input's alone (not input + output).
+_INPUT_CAP_RULES = frozenset({"text:input tokens exceed", "code:model_max_prompt_tokens_exceeded"})
 #: Stubbing rounds at most per rewrite (each re-estimates what is left).
 _STUB_ROUNDS = 3
 
@@ -274,12 +276,14 @@ class ContextGuard:
         self._scans: dict[str, ScanCache] = {}
         self._pairing = GrowingPairing()
         self._candidates = StubCandidates(self.encoding, self.config)
+        self._sticky = StickyStubs()
+        self._made: list[tuple[Any, int, str]] = []
         # Calibrated / raw input of the last request (what the provider counts per estimated
         # token); a cold guard starts from the tracker's cold factor.
         self._ratio = self.tracker.cold_factor if self.tracker is not None else 1.0
-        # The most input the provider's errors said it takes, and the window it stated when
-        # it counted the output against it (None: only the budget's limit).
-        self._input_cap: tuple[int, int | None] | None = None
+        # The budget for the provider's stated limit, the limit, whether it is the input's
+        # alone (None: the caller's budget rules).
+        self._limit: tuple[ContextWindowBudget, int, bool] | None = None
         self._memory = SummaryMemory()
 
     # -- the two drivers
@@ -399,10 +403,12 @@ class ContextGuard:
                 if second is None:
                     raise
                 self._observe_overflow(retry, second)
+                self._note_limit(second, retry)
                 raise ContextOverflowError.from_info(
                     second, model=self.model, reason="still too long after one recovery"
                 ) from again
             request = retry
+        self._sticky.remember(self._format(request.messages), self._made)
         recorded = self._observe(request, response)
         return GuardResult(response, request, tuple(events), overflow, recorded)
 
@@ -410,7 +416,7 @@ class ContextGuard:
         """Whether to act on an overflow (a low-confidence one only near the window)."""
         if info.confidence != "low":
             return True
-        usable = self.budget.available(request.max_tokens)
+        usable = self._budget().available(request.max_tokens)
         return request.input_tokens >= _LOW_CONFIDENCE_SHARE * usable
 
     def _recover(
@@ -445,15 +451,21 @@ class ContextGuard:
         return replace(retry, attempt=2)
 
     def _lower_output(self, request: GuardedRequest, info: OverflowInfo) -> GuardedRequest | None:
-        """The request with a smaller ``max_tokens`` when only the output reserve overflowed
-        and the provider stated the input exactly and the window (SPEC F5)."""
+        """The request with a smaller ``max_tokens`` when only the output reserve overflowed,
+        the provider stated the input exactly and the window, and what is left is at least
+        half the output asked for, and fits the window by our estimate too (SPEC F5)."""
         if info.input_fits is not True or not info.exact:
             return None  # vLLM's "at least N input tokens" is where it stopped counting
         if info.input_tokens is None or info.limit_tokens is None:
             return None
-        room = info.limit_tokens - info.input_tokens
-        if room < 1 or (request.max_tokens is not None and room >= request.max_tokens):
-            return None
+        # What the provider says is left, and what our estimate says is (the smaller: a
+        # request over our own budget is not sent).
+        room = min(
+            info.limit_tokens - info.input_tokens, self._budget().window - request.input_tokens
+        )
+        asked = request.max_tokens if request.max_tokens is not None else info.output_tokens
+        if asked is None or room >= asked or room < asked // 2:
+            return None  # too little left to answer in: make the input smaller instead
         logger.info(
             "overflow (%s): input %d fits the window %d; max_tokens %s -> %d",
             info.rule, info.input_tokens, info.limit_tokens, request.max_tokens, room,
@@ -461,28 +473,48 @@ class ContextGuard:
         return replace(request, max_tokens=room, attempt=2, reason="overflow")
 
     def _note_limit(self, info: OverflowInfo, request: GuardedRequest) -> None:
-        """Remember the most input the provider's stated limit leaves room for, for the next
-        requests too (a deployment with a shorter context than the registry's, an input
-        cap); an input it later takes beyond that lifts it (see :meth:`_observe`).
+        """Budget the next requests against the provider's stated limit when it is below the
+        budget's window (a deployment with a shorter context than the registry's, an input
+        cap), until the provider takes more than it (see :meth:`_lift_limit`).
 
-        The provider's own accounting decides: when it says it counted the output (input
-        + output over the limit), the request's output is kept off the limit; when it
-        compared the input alone, the limit is the input's.
+        Most providers count the request's output against the limit they state, whatever
+        the wording; the input caps that say so (gpt-5's, Copilot's prompt limit) do not.
         """
         limit = info.limit_tokens
         if limit is None or info.kind == "request_too_large":
             return
-        counted_output = info.output_tokens is not None
-        out = (request.max_tokens or info.output_tokens or 0) if counted_output else 0
-        cap = limit - out
-        if cap > 0 and (self._input_cap is None or cap < self._input_cap[0]):
-            logger.warning("the provider's limit of %d tokens leaves %d for the input", limit, cap)
-            self._input_cap = (cap, limit if counted_output else None)
+        input_only = info.rule in _INPUT_CAP_RULES
+        window = limit + (self.budget.reserve(request.max_tokens) if input_only else 0)
+        if window >= self._budget().window:
+            return
+        logger.warning(
+            "the provider's limit is %d tokens (%s): budgeting for a %d-token window",
+            limit, "input" if input_only else "input + output", window,
+        )  # fmt: skip
+        b = self.budget
+        budget = ContextWindowBudget(
+            window, b.reserved_output, margin=b.margin, max_reserve_fraction=b.max_reserve_fraction,
+            max_output=b.max_output, default_output=b.default_output, model=b.model,
+        )  # fmt: skip
+        self._limit = (budget, limit, input_only)
+
+    def _lift_limit(self, request: GuardedRequest, reported: int | None) -> None:
+        """Forget the provider's stated limit once it accepted more than it allowed."""
+        if reported is None or self._limit is None:
+            return
+        _, limit, input_only = self._limit
+        taken = reported if input_only else reported + (request.max_tokens or 0)
+        if taken > limit:
+            self._limit = None
+
+    def _budget(self) -> ContextWindowBudget:
+        """The budget requests are checked against: the caller's, or the one the provider's
+        stated limit called for."""
+        return self.budget if self._limit is None else self._limit[0]
 
     def _available(self, max_tokens: int | None) -> int:
-        """Input tokens a request may have: the budget's, within the provider's stated cap."""
-        available = self.budget.available(max_tokens)
-        return available if self._input_cap is None else min(available, self._input_cap[0])
+        """Input tokens a request may have."""
+        return self._budget().available(max_tokens)
 
     # -- building the request
 
@@ -492,6 +524,7 @@ class ContextGuard:
         """Steps 1-4: the view of the history that fits, checked; no I/O but compaction."""
         system, tools = call.system, call.tools
         history = self._memory.apply(self._format(call.messages), call.messages)
+        self._made = []  # results stubbed by this attempt (remembered if it is accepted)
         room = replace(room or _Room(), base=self._available(max_tokens))
         self._pruner.budget = self._pruner_budget(room.lowest, max_tokens)
 
@@ -504,15 +537,15 @@ class ContextGuard:
                 run_start=call.run_start,
             )  # fmt: skip
             fresh_from = len(pruned.messages) - (len(msgs) - pruned.tail_start)
-            est = self._estimate(pruned.messages, system, tools, max_tokens, pruned.estimate)
-            view, est = self._stub_largest(
-                pruned.messages, est, call, max_tokens, room, fresh_from, reason
-            )
+            view = self._sticky.apply(self._format(pruned.messages), pruned.messages)
+            raw = pruned.estimate if view is pruned.messages else None
+            est = self._estimate(view, system, tools, max_tokens, raw)
+            view, est = self._stub_largest(view, est, call, max_tokens, room, fresh_from, reason)
             raw = est.raw
             tail = raw.total - sum(raw.per_message[: max(0, fresh_from)])
             tail_tokens = tail * est.total / max(1, raw.total)
             over = room.over(est) + tail_tokens - est.total
-            return view, est, over + largest_summary(self.budget.window) > 0
+            return view, est, over + largest_summary(self._budget().window) > 0
 
         def stub_fresh() -> tuple[list[Any], CalibratedEstimate]:
             """The fresh results too, largest first (SPEC F3)."""
@@ -531,11 +564,11 @@ class ContextGuard:
         self._ratio = est.total / max(1, est.raw.total)
         request = GuardedRequest(view, system, tools, max_tokens, est, 1, reason)
         over = room.over(est)
-        if over > 0 and self.budget.fits(est.total, max_tokens=max_tokens):
+        if over > 0 and self._budget().fits(est.total, max_tokens=max_tokens):
             raise ContextBudgetError(
-                self.model, self.budget.window, est.total + self.budget.reserve(max_tokens),
+                self.model, self._budget().window, est.total + self._budget().reserve(max_tokens),
                 f"input {est.total:,} is {over:,} over what the provider's errors allow",
-                input_tokens=est.total, reserved_output=self.budget.reserve(max_tokens),
+                input_tokens=est.total, reserved_output=self._budget().reserve(max_tokens),
             )  # fmt: skip
         self._enforce(view, est, max_tokens)
         return request
@@ -545,28 +578,28 @@ class ContextGuard:
         tokens, in raw tokens by the last calibration ratio, so that it prunes old output,
         oldest first, as far as the calibrated check will ask."""
         ratio = max(1.0, self._ratio)
-        if ratio == 1.0 and limit == self.budget.available(max_tokens):
-            return self.budget
-        reserve = self.budget.reserve(max_tokens)
+        if ratio == 1.0 and limit == self._budget().available(max_tokens):
+            return self._budget()
+        reserve = self._budget().reserve(max_tokens)
         return ContextWindowBudget(
             int(limit / ratio) + reserve, reserved_output=reserve, margin=0,
-            max_reserve_fraction=None, max_output=self.budget.max_output, model=self.model,
+            max_reserve_fraction=None, max_output=self._budget().max_output, model=self.model,
         )  # fmt: skip
 
     def _enforce(self, view: list[Any], est: CalibratedEstimate, max_tokens: int | None) -> None:
         """Raise :class:`~ctxbudget.errors.ContextBudgetError` unless the request fits,
         naming the component at fault and the largest message (SPEC F4: a message too large
         for the window is said so, not retried)."""
-        violation = self.budget.check(est.total, max_tokens=max_tokens)
+        violation = self._budget().check(est.total, max_tokens=max_tokens)
         if violation is None:
             return
         # The component at fault, from the uncalibrated estimate when it is over too.
-        blamed = self.budget.check(est.raw, max_tokens=max_tokens) or violation
+        blamed = self._budget().check(est.raw, max_tokens=max_tokens) or violation
         raw = est.raw
         why = (
             f"input {est.total:,} (estimate {raw.total:,} x calibration"
             f" {est.total / max(1, raw.total):.2f}) + reserve {violation.reserve:,} is over the"
-            f" {self.budget.window:,} window by {violation.over_by:,}; {blamed.component} at"
+            f" {self._budget().window:,} window by {violation.over_by:,}; {blamed.component} at"
             f" fault (system {raw.system:,}, tools {raw.tools:,}, conversation"
             f" {raw.conversation:,}, framing {raw.framing:,})"
         )
@@ -576,7 +609,7 @@ class ContextGuard:
             role = m.get("role") or m.get("type") or "message"
             why += f"; the largest message is #{i} ({role}, {raw.per_message[i]:,} tokens)"
         raise ContextBudgetError(
-            self.model, self.budget.window, violation.requested_tokens, why,
+            self.model, self._budget().window, violation.requested_tokens, why,
             input_tokens=violation.input_tokens, reserved_output=violation.reserve,
             component=blamed.component, exact=blamed.exact,
         )  # fmt: skip
@@ -588,7 +621,7 @@ class ContextGuard:
         next turns), or ``None`` when it could not help."""
         fmt = self._format(history)
         args = {
-            "messages": history, "summarize": self.summarize, "budget": self.budget,
+            "messages": history, "summarize": self.summarize, "budget": self._budget(),
             "tools": call.tools, "system": call.system, "model": self.model, "format": fmt,
             "reason": reason, "max_tokens": max_tokens, "keep_tokens": self._keep_tokens,
             "on_event": self._recorder(call.events), **self._estimator_args,
@@ -639,10 +672,12 @@ class ContextGuard:
         self, view: list[Any], need: int, fresh_from: int | None
     ) -> tuple[list[Any], int]:
         fmt = self._format(view)
-        return stub_largest(
+        out, made = stub_largest(
             fmt, view, self._scan(fmt, view), need, candidates=self._candidates,
             rescan=lambda out: self._scan(fmt, out), fresh_from=fresh_from,
         )  # fmt: skip
+        self._made += made
+        return out, len(made)
 
     def _check_pairing(self, view: list[Any]) -> None:
         """Raise :class:`~ctxbudget.turns.PairingError` unless ``view`` pairs every call
@@ -673,7 +708,7 @@ class ContextGuard:
         the provider has now taken more than); never fails the call."""
         try:
             usage = self._usage(response) if self._usage is not None else _usage_of(response)
-            self._lift_cap(request, reported_input_tokens(usage))
+            self._lift_limit(request, reported_input_tokens(usage))
             if self.tracker is None:
                 return False
             return self.tracker.observe(
@@ -683,15 +718,6 @@ class ContextGuard:
         except Exception:  # a usage report we cannot read must not lose the response
             logger.warning("could not read the usage report of the response", exc_info=True)
             return False
-
-    def _lift_cap(self, request: GuardedRequest, reported: int | None) -> None:
-        """Forget the provider's stated limit once it accepted more than it allowed."""
-        if reported is None or self._input_cap is None:
-            return
-        cap, window = self._input_cap
-        taken = reported if window is None else reported + (request.max_tokens or 0)
-        if taken > (cap if window is None else window):
-            self._input_cap = None
 
     def _observe_overflow(self, request: GuardedRequest, info: OverflowInfo) -> int | None:
         """Feed an overflow's exact count to the calibration (SPEC F5); the count, if any."""

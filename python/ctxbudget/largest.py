@@ -19,7 +19,7 @@ from ctxbudget.stubs import in_history_type, is_stub, replace_results, results_r
 from ctxbudget.tokens import estimate_tokens
 from ctxbudget.turns import MessageInfo, check_pairing, resolve_ids, result_text
 
-__all__ = ["StubCandidates", "stub_largest"]
+__all__ = ["StickyStubs", "StubCandidates", "stub_largest"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +90,7 @@ def stub_largest(
     candidates: StubCandidates,
     rescan: Callable[[list[Any]], Sequence[MessageInfo]],
     fresh_from: int | None = None,
-) -> tuple[list[Any], int]:
+) -> tuple[list[Any], list[tuple[Any, int, str]]]:
     """``view`` with the fewest, largest tool results stubbed that free ``need`` tokens.
 
     Args:
@@ -104,16 +104,18 @@ def stub_largest(
             and only if they can free ``need`` on their own.
 
     Returns:
-        The new list and how many results were stubbed (0: ``view`` itself, unchanged).
+        The new list and the ``(message, slot, stub)`` of each result stubbed (none:
+        ``view`` itself, unchanged); ``message`` is the object of ``view`` it replaced.
 
     Raises:
         PairingError: The stubs would break tool-call pairing (cannot happen: ids are kept).
     """
     found = candidates.find(fmt, view, infos)
+    none: list[tuple[Any, int, str]] = []
     protected = [k for k, c in enumerate(found) if fresh_from is not None and c.index >= fresh_from]
     selection = select_largest([c.gain for c in found], need, protected=protected)
     if not selection.indices or (selection.shortfall > 0 and fresh_from is not None):
-        return view, 0
+        return view, none
     by_message: dict[int, dict[int, str]] = {}
     for k in selection.indices:
         c = found[k]
@@ -123,7 +125,41 @@ def stub_largest(
         out[i] = replace_results(fmt, view[i], slots)
     out = in_history_type(out, view)
     check_pairing(_resolved(fmt, infos), _resolved(fmt, rescan(out)), "stubbing")
-    return out, len(selection.indices)
+    return out, [(view[found[k].index], found[k].slot, found[k].stub) for k in selection.indices]
+
+
+class StickyStubs:
+    """Results stubbed in a request the provider accepted, stubbed again in the requests
+    after it while their messages stay in the history: the model never saw them whole,
+    and sent whole they would overflow again (a result the estimate under-counts). The
+    stubbed message is the same object every time (a stable view)."""
+
+    def __init__(self) -> None:
+        # id(message) -> (message, its results field, slot -> stub, the stubbed message)
+        self._by_id: dict[int, tuple[Any, Any, dict[int, str], Any]] = {}
+
+    def remember(self, fmt: str, made: Sequence[tuple[Any, int, str]]) -> None:
+        """Add the ``(message, slot, stub)`` of results stubbed in an accepted request."""
+        for m, slot, stub in made:
+            old = self._by_id.get(id(m))
+            slots = dict(old[2]) if old is not None and old[0] is m else {}
+            slots[slot] = stub
+            self._by_id[id(m)] = (m, results_ref(fmt, m), slots, replace_results(fmt, m, slots))
+
+    def apply(self, fmt: str, view: list[Any]) -> list[Any]:
+        """``view`` with the remembered stubs in place (``view`` itself when none apply);
+        forgets those whose message left."""
+        if not self._by_id:
+            return view
+        out = list(view)
+        kept: dict[int, tuple[Any, Any, dict[int, str], Any]] = {}
+        for i, m in enumerate(view):
+            hit = self._by_id.get(id(m))
+            if hit is not None and hit[0] is m and hit[1] is results_ref(fmt, m):
+                out[i] = hit[3]
+                kept[id(m)] = hit
+        self._by_id = kept
+        return in_history_type(out, view) if kept else view
 
 
 def _resolved(fmt: str, infos: Sequence[MessageInfo]) -> list[MessageInfo]:
