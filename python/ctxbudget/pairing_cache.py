@@ -42,7 +42,7 @@ class GrowingPairing:
     def __init__(self) -> None:
         self._fmt: str | None = None
         self._msgs: list[Any] = []
-        self._refs: list[tuple[Any, ...]] = []  # the content fields of each of _msgs
+        self._refs: list[list[Any]] = []  # per content field, its object in each of _msgs
         self._events: dict[str, list[tuple[int, int]]] = {}  # call id -> (position, kind)
         self._found: dict[str, list[PairingViolation]] = {}  # call id -> its violations
 
@@ -64,7 +64,12 @@ class GrowingPairing:
         for pos, kind, cid in new:
             self._events.setdefault(cid, []).append((pos, kind))
         keys = content_keys(fmt)
-        self._refs = [*self._refs[:start], *(_refs(m, keys) for m in msgs[start:])]
+        new = [_refs(m, keys) for m in msgs[start:]]
+        if len(self._refs) != len(keys):
+            self._refs = [[] for _ in keys]
+        for j, column in enumerate(self._refs):
+            del column[start:]
+            column.extend(r[j] for r in new)
         self._fmt, self._msgs = fmt, msgs
         found = [v for vs in self._found.values() for v in vs]
         return sorted(found, key=lambda v: (v.positions[0], _KIND_ORDER[v.kind], v.call_id))
@@ -81,8 +86,8 @@ class GrowingPairing:
         if len(msgs) >= n and msgs[:n] == self._msgs and self._same_refs(msgs, keys, n):
             return n  # the common case, in C loops: the list grew
         k = 0
-        for a, b, refs in zip(msgs, self._msgs, self._refs, strict=False):
-            if a is not b or not _same(_refs(a, keys), refs):
+        for i, (a, b) in enumerate(zip(msgs, self._msgs, strict=False)):
+            if a is not b or not _same(_refs(a, keys), tuple(c[i] for c in self._refs)):
                 break
             k += 1
         return k
@@ -90,11 +95,14 @@ class GrowingPairing:
     def _same_refs(self, msgs: list[Any], keys: tuple[str, ...], n: int) -> bool:
         """The first ``n`` messages (the same objects as last time) have the same fields."""
         try:
-            for j, key in enumerate(keys):
-                if list(map(dict.get, msgs[:n], repeat(key))) != [r[j] for r in self._refs]:
+            for key, column in zip(keys, self._refs, strict=True):
+                if list(map(dict.get, msgs[:n], repeat(key))) != column:
                     return False
         except TypeError:  # not dicts: compare one by one
-            return all(_same(_refs(m, keys), r) for m, r in zip(msgs, self._refs, strict=False))
+            return all(
+                _same(_refs(m, keys), tuple(c[i] for c in self._refs))
+                for i, m in enumerate(msgs[:n])
+            )
         return True
 
     def _drop_from(self, start: int) -> set[str]:
