@@ -641,3 +641,150 @@ def test_a_result_stubbed_to_recover_stays_stubbed() -> None:
             attempts.clear()
             guard.send(send, history, max_tokens=1_000)
             assert attempts == [1]
+
+
+def test_an_input_cap_with_no_output_asked_is_the_input_s() -> None:
+    """gpt-5's 272k input cap learned from a request with no max_tokens: a later 276k
+    input is not sent (the provider would refuse it), a 270k one is, once."""
+    limit = 272_000
+    sent: list[GuardedRequest] = []
+
+    def send(request: GuardedRequest) -> dict[str, Any]:
+        sent.append(request)
+        if request.input_tokens > limit:
+            raise RuntimeError(
+                f"Input tokens exceed the configured limit of {limit} tokens. Your messages"
+                f" resulted in {request.input_tokens} tokens. Please reduce the length of the"
+                " messages."
+            )
+        return {"usage": {"prompt_tokens": request.input_tokens}}
+
+    def message(tokens: int) -> list[dict[str, Any]]:
+        return [{"role": "user", "content": "Read: " + "word " * (tokens - 10)}]
+
+    guard = ContextGuard("gpt-5", calibration=False)
+    with pytest.raises(ContextOverflowError):
+        guard.send(send, message(280_000))
+    sent.clear()
+    with pytest.raises(ContextBudgetError):
+        guard.send(send, message(276_000))
+    assert sent == []
+    guard.send(send, message(270_000))
+    assert len(sent) == 1
+
+
+def test_a_second_result_stubbed_in_a_message_stays_stubbed() -> None:
+    """Anthropic: one user message holds two results the estimate under-counts; the first
+    is stubbed on one turn, the second on a later one: neither is sent whole again."""
+    window = 40_000
+    a = "".join(f"{i:08x}" for i in range(6_000))
+    b = "".join(f"{i:08x}" for i in range(100_000, 104_000))
+    extra = {a: int(0.8 * estimate_tokens(a)), b: int(0.3 * estimate_tokens(b))}
+    attempts: list[int] = []
+
+    def send(request: GuardedRequest) -> dict[str, Any]:
+        count = request.estimate.raw.total + sum(
+            extra.get(block.get("content"), 0)
+            for m in request.messages
+            if isinstance(m.get("content"), list)
+            for block in m["content"]
+            if block.get("type") == "tool_result"
+        )
+        attempts.append(request.attempt)
+        if count + 1_000 > window:
+            raise RuntimeError(f"prompt is too long: {count} tokens > {window} maximum")
+        return {"usage": {"input_tokens": count}}
+
+    budget = ContextWindowBudget(window, reserved_output=1_000, margin=0)
+    config = PruneConfig(threshold=10**9, min_turns=1000, turn_floor_fraction=None)
+    guard = ContextGuard(
+        "gpt-4o", budget=budget, prune=config, calibration=False, format="anthropic"
+    )
+    use = [{"type": "tool_use", "id": i, "name": "hexdump", "input": {}} for i in ("a", "b")]
+    results = [
+        {"type": "tool_result", "tool_use_id": "a", "content": a},
+        {"type": "tool_result", "tool_use_id": "b", "content": b},
+    ]
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": "Audit the dumps."},
+        {"role": "assistant", "content": use},
+        {"role": "user", "content": results},
+    ]
+    overflowing_turns = 0
+    for _ in range(60):
+        attempts.clear()
+        guard.send(send, history)
+        overflowing_turns += len(attempts) > 1
+        filler = "filler text words here " * 60
+        history = [
+            *history,
+            {"role": "assistant", "content": "Noted. " + filler},
+            {"role": "user", "content": "Go on. " + filler},
+        ]
+    assert overflowing_turns <= 2  # the turn each result first overflows, not after
+
+
+def test_the_output_a_provider_counts_by_default_is_kept() -> None:
+    """'N + 8192 > 16384' for requests with no max_tokens: later turns keep 8192 free
+    instead of overflowing and lowering max_tokens every turn."""
+    limit, default_out = 16_384, 8_192
+    lowered: list[int] = []
+
+    def send(request: GuardedRequest) -> dict[str, Any]:
+        n, out = request.estimate.raw.total, request.max_tokens or default_out
+        if n + out > limit:
+            raise RuntimeError(
+                f"input length and `max_tokens` exceed context limit: {n} + {out} > {limit},"
+                " decrease input length or `max_tokens` and try again"
+            )
+        if request.max_tokens is not None:
+            lowered.append(request.max_tokens)
+        return {"usage": {"input_tokens": n}}
+
+    def summarize(prompt: str, max_tokens: int) -> str:
+        return "## Progress\nAnswered so far."
+
+    guard = ContextGuard("gpt-4o", summarize=summarize, calibration=False)
+    history: list[dict[str, Any]] = [{"role": "system", "content": "You plan trips."}]
+    for i in range(30):
+        history += [
+            {"role": "user", "content": f"Day {i}: " + "museum visit lunch walk " * 60},
+            {"role": "assistant", "content": f"Plan {i}: " + "morning tour rest " * 60},
+        ]
+        guard.send(send, history)
+    assert len(lowered) <= 1
+
+
+def test_a_stub_undone_by_compaction_is_not_remembered() -> None:
+    """A fresh result stubbed before a compaction that made room for it is sent whole
+    in the end: the next turn sends it whole too."""
+    window = 100_000
+    big = "".join(
+        f"log line {i}: request handled in {i % 97} ms by worker {i % 13}\n" for i in range(5_600)
+    )
+    whole: list[bool] = []
+
+    def send(request: GuardedRequest) -> dict[str, Any]:
+        whole.append(any(m.get("content") == big for m in request.messages))
+        return {"usage": {"prompt_tokens": request.input_tokens}}
+
+    budget = ContextWindowBudget(window, reserved_output=1_000, margin=0)
+    guard = ContextGuard(
+        "gpt-4o", budget=budget, calibration=False,
+        summarize=lambda prompt, cap: "## Progress\nRead the old notes.",
+        prune=PruneConfig(threshold=10**9, turn_floor_fraction=None),
+    )  # fmt: skip
+    history: list[dict[str, Any]] = [{"role": "user", "content": "Audit the service."}]
+    for i in range(30):
+        history += [
+            {
+                "role": "assistant",
+                "content": f"Note {i}: " + "the service logs show steady state " * 650,
+            },
+            {"role": "user", "content": f"Continue {i}."},
+        ]
+    history += tool_turn("big", big, name="read_logs")
+    guard.send(send, history)
+    history += [{"role": "assistant", "content": "Fine."}, {"role": "user", "content": "More?"}]
+    guard.send(send, history)
+    assert whole == [True, True]

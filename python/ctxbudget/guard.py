@@ -144,6 +144,40 @@ class _Call:
 
 
 @dataclass(frozen=True, slots=True)
+class _Limit:
+    """A limit a provider stated in an overflow error.
+
+    Attributes:
+        tokens: The limit.
+        input_only: It is the input's alone (gpt-5's input cap, Copilot's prompt limit),
+            not input + output, which most providers mean whatever their wording.
+        output: The output the provider counted for a request that asked for none (its
+            default), when it said so.
+    """
+
+    tokens: int
+    input_only: bool
+    output: int | None
+
+    def budget(self, base: ContextWindowBudget, max_tokens: int | None) -> ContextWindowBudget:
+        """``base`` for a request with ``max_tokens`` under this limit."""
+        if self.input_only:  # the input up to the limit, the output as ``base`` reserves it
+            reserve = base.reserve(max_tokens)
+            window = min(base.window, self.tokens + reserve)
+            return ContextWindowBudget(
+                window, reserve, margin=0, max_reserve_fraction=None, model=base.model
+            )
+        # The provider's default output, when the request asks for none: kept at least.
+        floor = self.output if max_tokens is None else None
+        reserved = max((x for x in (base.reserved_output, floor) if x is not None), default=None)
+        return ContextWindowBudget(
+            min(base.window, self.tokens), reserved, margin=base.margin,
+            max_reserve_fraction=base.max_reserve_fraction, max_output=base.max_output,
+            default_output=base.default_output, model=base.model,
+        )  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
 class _Room:
     """The most input a request may have.
 
@@ -281,9 +315,8 @@ class ContextGuard:
         # Calibrated / raw input of the last request (what the provider counts per estimated
         # token); a cold guard starts from the tracker's cold factor.
         self._ratio = self.tracker.cold_factor if self.tracker is not None else 1.0
-        # The budget for the provider's stated limit, the limit, whether it is the input's
-        # alone (None: the caller's budget rules).
-        self._limit: tuple[ContextWindowBudget, int, bool] | None = None
+        # A limit the provider stated in an overflow error (None: the caller's budget rules).
+        self._limit: _Limit | None = None
         self._memory = SummaryMemory()
 
     # -- the two drivers
@@ -416,7 +449,7 @@ class ContextGuard:
         """Whether to act on an overflow (a low-confidence one only near the window)."""
         if info.confidence != "low":
             return True
-        usable = self._budget().available(request.max_tokens)
+        usable = self._available(request.max_tokens)
         return request.input_tokens >= _LOW_CONFIDENCE_SHARE * usable
 
     def _recover(
@@ -453,7 +486,8 @@ class ContextGuard:
     def _lower_output(self, request: GuardedRequest, info: OverflowInfo) -> GuardedRequest | None:
         """The request with a smaller ``max_tokens`` when only the output reserve overflowed,
         the provider stated the input exactly and the window, and what is left is at least
-        half the output asked for, and fits the window by our estimate too (SPEC F5)."""
+        half the output asked for, and fits the window by our estimate too (SPEC F5: the
+        reserve itself is what is lowered, so the budget's reserve rule does not apply)."""
         if info.input_fits is not True or not info.exact:
             return None  # vLLM's "at least N input tokens" is where it stopped counting
         if info.input_tokens is None or info.limit_tokens is None:
@@ -461,7 +495,8 @@ class ContextGuard:
         # What the provider says is left, and what our estimate says is (the smaller: a
         # request over our own budget is not sent).
         room = min(
-            info.limit_tokens - info.input_tokens, self._budget().window - request.input_tokens
+            info.limit_tokens - info.input_tokens,
+            self._budget(request.max_tokens).window - request.input_tokens,
         )
         asked = request.max_tokens if request.max_tokens is not None else info.output_tokens
         if asked is None or room >= asked or room < asked // 2:
@@ -473,48 +508,42 @@ class ContextGuard:
         return replace(request, max_tokens=room, attempt=2, reason="overflow")
 
     def _note_limit(self, info: OverflowInfo, request: GuardedRequest) -> None:
-        """Budget the next requests against the provider's stated limit when it is below the
-        budget's window (a deployment with a shorter context than the registry's, an input
-        cap), until the provider takes more than it (see :meth:`_lift_limit`).
-
-        Most providers count the request's output against the limit they state, whatever
-        the wording; the input caps that say so (gpt-5's, Copilot's prompt limit) do not.
-        """
+        """Budget the next requests against the provider's stated limit when it is below
+        ours (a deployment with a shorter context than the registry's, an input cap), until
+        the provider takes more than it (see :meth:`_lift_limit`)."""
         limit = info.limit_tokens
         if limit is None or info.kind == "request_too_large":
             return
-        input_only = info.rule in _INPUT_CAP_RULES
-        window = limit + (self.budget.reserve(request.max_tokens) if input_only else 0)
-        if window >= self._budget().window:
+        output = info.output_tokens if request.max_tokens is None else None
+        stated = _Limit(limit, info.rule in _INPUT_CAP_RULES, output)
+        mt = request.max_tokens
+        if stated.budget(self.budget, mt).available(mt) >= self._available(mt):
             return
         logger.warning(
-            "the provider's limit is %d tokens (%s): budgeting for a %d-token window",
-            limit, "input" if input_only else "input + output", window,
+            "the provider's limit is %d tokens (%s): budgeting for it", limit,
+            "input" if stated.input_only else "input + output",
         )  # fmt: skip
-        b = self.budget
-        budget = ContextWindowBudget(
-            window, b.reserved_output, margin=b.margin, max_reserve_fraction=b.max_reserve_fraction,
-            max_output=b.max_output, default_output=b.default_output, model=b.model,
-        )  # fmt: skip
-        self._limit = (budget, limit, input_only)
+        self._limit = stated
 
     def _lift_limit(self, request: GuardedRequest, reported: int | None) -> None:
         """Forget the provider's stated limit once it accepted more than it allowed."""
-        if reported is None or self._limit is None:
+        stated = self._limit
+        if reported is None or stated is None:
             return
-        _, limit, input_only = self._limit
-        taken = reported if input_only else reported + (request.max_tokens or 0)
-        if taken > limit:
+        taken = reported if stated.input_only else reported + (request.max_tokens or 0)
+        if taken > stated.tokens:
             self._limit = None
 
-    def _budget(self) -> ContextWindowBudget:
-        """The budget requests are checked against: the caller's, or the one the provider's
-        stated limit called for."""
-        return self.budget if self._limit is None else self._limit[0]
+    def _budget(self, max_tokens: int | None) -> ContextWindowBudget:
+        """The budget a request with ``max_tokens`` is checked against: the caller's, or the
+        one the provider's stated limit called for."""
+        if self._limit is None:
+            return self.budget
+        return self._limit.budget(self.budget, max_tokens)
 
     def _available(self, max_tokens: int | None) -> int:
         """Input tokens a request may have."""
-        return self._budget().available(max_tokens)
+        return self._budget(max_tokens).available(max_tokens)
 
     # -- building the request
 
@@ -524,7 +553,6 @@ class ContextGuard:
         """Steps 1-4: the view of the history that fits, checked; no I/O but compaction."""
         system, tools = call.system, call.tools
         history = self._memory.apply(self._format(call.messages), call.messages)
-        self._made = []  # results stubbed by this attempt (remembered if it is accepted)
         room = replace(room or _Room(), base=self._available(max_tokens))
         self._pruner.budget = self._pruner_budget(room.lowest, max_tokens)
 
@@ -532,6 +560,7 @@ class ContextGuard:
             """The pruned view of ``msgs`` with old results stubbed as needed, its estimate,
             and whether its fresh tail with the largest summary is over the room
             (compaction keeps the tail: it cannot make the request fit then)."""
+            self._made = []  # the stubs of the view this makes (an earlier view's are gone)
             pruned = self._pruner.prune(
                 msgs, system=system, tools=tools, max_tokens=max_tokens, reason=reason,
                 run_start=call.run_start,
@@ -545,7 +574,7 @@ class ContextGuard:
             tail = raw.total - sum(raw.per_message[: max(0, fresh_from)])
             tail_tokens = tail * est.total / max(1, raw.total)
             over = room.over(est) + tail_tokens - est.total
-            return view, est, over + largest_summary(self._budget().window) > 0
+            return view, est, over + largest_summary(self._budget(max_tokens).window) > 0
 
         def stub_fresh() -> tuple[list[Any], CalibratedEstimate]:
             """The fresh results too, largest first (SPEC F3)."""
@@ -564,11 +593,12 @@ class ContextGuard:
         self._ratio = est.total / max(1, est.raw.total)
         request = GuardedRequest(view, system, tools, max_tokens, est, 1, reason)
         over = room.over(est)
-        if over > 0 and self._budget().fits(est.total, max_tokens=max_tokens):
+        budget = self._budget(max_tokens)
+        if over > 0 and budget.fits(est.total, max_tokens=max_tokens):
             raise ContextBudgetError(
-                self.model, self._budget().window, est.total + self._budget().reserve(max_tokens),
+                self.model, budget.window, est.total + budget.reserve(max_tokens),
                 f"input {est.total:,} is {over:,} over what the provider's errors allow",
-                input_tokens=est.total, reserved_output=self._budget().reserve(max_tokens),
+                input_tokens=est.total, reserved_output=budget.reserve(max_tokens),
             )  # fmt: skip
         self._enforce(view, est, max_tokens)
         return request
@@ -578,28 +608,30 @@ class ContextGuard:
         tokens, in raw tokens by the last calibration ratio, so that it prunes old output,
         oldest first, as far as the calibrated check will ask."""
         ratio = max(1.0, self._ratio)
-        if ratio == 1.0 and limit == self._budget().available(max_tokens):
-            return self._budget()
-        reserve = self._budget().reserve(max_tokens)
+        budget = self._budget(max_tokens)
+        if ratio == 1.0 and limit == budget.available(max_tokens):
+            return budget
+        reserve = budget.reserve(max_tokens)
         return ContextWindowBudget(
             int(limit / ratio) + reserve, reserved_output=reserve, margin=0,
-            max_reserve_fraction=None, max_output=self._budget().max_output, model=self.model,
+            max_reserve_fraction=None, max_output=budget.max_output, model=self.model,
         )  # fmt: skip
 
     def _enforce(self, view: list[Any], est: CalibratedEstimate, max_tokens: int | None) -> None:
         """Raise :class:`~ctxbudget.errors.ContextBudgetError` unless the request fits,
         naming the component at fault and the largest message (SPEC F4: a message too large
         for the window is said so, not retried)."""
-        violation = self._budget().check(est.total, max_tokens=max_tokens)
+        budget = self._budget(max_tokens)
+        violation = budget.check(est.total, max_tokens=max_tokens)
         if violation is None:
             return
         # The component at fault, from the uncalibrated estimate when it is over too.
-        blamed = self._budget().check(est.raw, max_tokens=max_tokens) or violation
+        blamed = budget.check(est.raw, max_tokens=max_tokens) or violation
         raw = est.raw
         why = (
             f"input {est.total:,} (estimate {raw.total:,} x calibration"
             f" {est.total / max(1, raw.total):.2f}) + reserve {violation.reserve:,} is over the"
-            f" {self._budget().window:,} window by {violation.over_by:,}; {blamed.component} at"
+            f" {budget.window:,} window by {violation.over_by:,}; {blamed.component} at"
             f" fault (system {raw.system:,}, tools {raw.tools:,}, conversation"
             f" {raw.conversation:,}, framing {raw.framing:,})"
         )
@@ -609,7 +641,7 @@ class ContextGuard:
             role = m.get("role") or m.get("type") or "message"
             why += f"; the largest message is #{i} ({role}, {raw.per_message[i]:,} tokens)"
         raise ContextBudgetError(
-            self.model, self._budget().window, violation.requested_tokens, why,
+            self.model, budget.window, violation.requested_tokens, why,
             input_tokens=violation.input_tokens, reserved_output=violation.reserve,
             component=blamed.component, exact=blamed.exact,
         )  # fmt: skip
@@ -621,7 +653,7 @@ class ContextGuard:
         next turns), or ``None`` when it could not help."""
         fmt = self._format(history)
         args = {
-            "messages": history, "summarize": self.summarize, "budget": self._budget(),
+            "messages": history, "summarize": self.summarize, "budget": self._budget(max_tokens),
             "tools": call.tools, "system": call.system, "model": self.model, "format": fmt,
             "reason": reason, "max_tokens": max_tokens, "keep_tokens": self._keep_tokens,
             "on_event": self._recorder(call.events), **self._estimator_args,

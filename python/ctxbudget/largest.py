@@ -137,29 +137,59 @@ class StickyStubs:
     def __init__(self) -> None:
         # id(message) -> (message, its results field, slot -> stub, the stubbed message)
         self._by_id: dict[int, tuple[Any, Any, dict[int, str], Any]] = {}
+        # id(stubbed message) -> the message it stands for (a later stub in the same
+        # message is recorded against the stubbed copy the view held)
+        self._origin: dict[int, tuple[Any, Any]] = {}
+        self._at: dict[int, int] = {}  # id(message) -> where it was in the last view
 
     def remember(self, fmt: str, made: Sequence[tuple[Any, int, str]]) -> None:
         """Add the ``(message, slot, stub)`` of results stubbed in an accepted request."""
         for m, slot, stub in made:
-            old = self._by_id.get(id(m))
-            slots = dict(old[2]) if old is not None and old[0] is m else {}
+            copy = self._origin.get(id(m))
+            original = copy[1] if copy is not None and copy[0] is m else m
+            old = self._by_id.get(id(original))
+            slots = dict(old[2]) if old is not None and old[0] is original else {}
             slots[slot] = stub
-            self._by_id[id(m)] = (m, results_ref(fmt, m), slots, replace_results(fmt, m, slots))
+            stubbed = replace_results(fmt, original, slots)
+            ref = results_ref(fmt, original)
+            self._by_id[id(original)] = (original, ref, slots, stubbed)
+            self._origin[id(stubbed)] = (stubbed, original)
 
     def apply(self, fmt: str, view: list[Any]) -> list[Any]:
         """``view`` with the remembered stubs in place (``view`` itself when none apply);
-        forgets those whose message left."""
+        forgets those whose message left or changed."""
         if not self._by_id:
             return view
+        found = self._find(view)
         out = list(view)
         kept: dict[int, tuple[Any, Any, dict[int, str], Any]] = {}
-        for i, m in enumerate(view):
-            hit = self._by_id.get(id(m))
-            if hit is not None and hit[0] is m and hit[1] is results_ref(fmt, m):
+        for key, i in found.items():
+            hit = self._by_id[key]
+            if hit[1] is results_ref(fmt, view[i]):
                 out[i] = hit[3]
-                kept[id(m)] = hit
+                kept[key] = hit
         self._by_id = kept
+        self._origin = {id(v[3]): (v[3], v[0]) for v in kept.values()}
+        self._at = {key: found[key] for key in kept}
         return in_history_type(out, view) if kept else view
+
+    def _find(self, view: list[Any]) -> dict[int, int]:
+        """id -> index in ``view`` of the remembered messages it holds: where they were
+        last time when they are still there (the common case: the list grew), else found
+        by a pass over the list."""
+        n = len(view)
+        at = {
+            key: i
+            for key, i in self._at.items()
+            if i < n and view[i] is self._by_id.get(key, (None,))[0]
+        }
+        if len(at) == len(self._by_id):
+            return at
+        return {
+            id(m): i
+            for i, m in enumerate(view)
+            if id(m) in self._by_id and self._by_id[id(m)][0] is m
+        }
 
 
 def _resolved(fmt: str, infos: Sequence[MessageInfo]) -> list[MessageInfo]:
