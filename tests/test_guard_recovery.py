@@ -47,6 +47,31 @@ def blob(lines: int, tag: str) -> str:
     )
 
 
+#: gpt-5's input cap (its window is 400k).
+GPT5_INPUT_CAP = 272_000
+
+
+def gpt5_provider(sent: list[GuardedRequest]) -> Any:
+    """A provider refusing input over gpt-5's cap with its wording; records the requests."""
+
+    def send(request: GuardedRequest) -> dict[str, Any]:
+        sent.append(request)
+        if request.input_tokens > GPT5_INPUT_CAP:
+            raise RuntimeError(
+                f"Input tokens exceed the configured limit of {GPT5_INPUT_CAP} tokens. Your"
+                f" messages resulted in {request.input_tokens} tokens. Please reduce the length"
+                " of the messages."
+            )
+        return {"usage": {"prompt_tokens": request.input_tokens}}
+
+    return send
+
+
+def one_message(tokens: int) -> list[dict[str, Any]]:
+    """A history of one user message of about ``tokens`` tokens."""
+    return [{"role": "user", "content": "Read: " + "word " * (tokens - 10)}]
+
+
 def test_a_stated_count_sizes_the_retry_even_with_calibration() -> None:
     """A hex dump the estimate under-counts: the provider's count must size the retry, not
     a calibration learned from 14 ordinary turns."""
@@ -157,21 +182,9 @@ def test_a_smaller_provider_window_is_kept_for_the_next_turns(max_tokens: int | 
 def test_an_input_limit_is_not_taken_for_a_window() -> None:
     """gpt-5's input cap (272k of a 400k window) is the input's: a later request of 268k
     input with 8k of output is sent, not refused as if 272k were input + output."""
-    limit = 272_000
+    limit = GPT5_INPUT_CAP
     sent: list[GuardedRequest] = []
-
-    def send(request: GuardedRequest) -> dict[str, Any]:
-        sent.append(request)
-        if request.input_tokens > limit:
-            raise RuntimeError(
-                f"Input tokens exceed the configured limit of {limit} tokens. Your messages"
-                f" resulted in {request.input_tokens} tokens. Please reduce the length of the"
-                " messages."
-            )
-        return {"usage": {"prompt_tokens": request.input_tokens}}
-
-    def message(tokens: int) -> list[dict[str, Any]]:
-        return [{"role": "user", "content": "Read: " + "word " * (tokens - 10)}]
+    send, message = gpt5_provider(sent), one_message
 
     guard = ContextGuard("gpt-5", calibration=False)
     with pytest.raises(ContextOverflowError):  # one message, nothing to remove
@@ -646,21 +659,8 @@ def test_a_result_stubbed_to_recover_stays_stubbed() -> None:
 def test_an_input_cap_with_no_output_asked_is_the_input_s() -> None:
     """gpt-5's 272k input cap learned from a request with no max_tokens: a later 276k
     input is not sent (the provider would refuse it), a 270k one is, once."""
-    limit = 272_000
     sent: list[GuardedRequest] = []
-
-    def send(request: GuardedRequest) -> dict[str, Any]:
-        sent.append(request)
-        if request.input_tokens > limit:
-            raise RuntimeError(
-                f"Input tokens exceed the configured limit of {limit} tokens. Your messages"
-                f" resulted in {request.input_tokens} tokens. Please reduce the length of the"
-                " messages."
-            )
-        return {"usage": {"prompt_tokens": request.input_tokens}}
-
-    def message(tokens: int) -> list[dict[str, Any]]:
-        return [{"role": "user", "content": "Read: " + "word " * (tokens - 10)}]
+    send, message = gpt5_provider(sent), one_message
 
     guard = ContextGuard("gpt-5", calibration=False)
     with pytest.raises(ContextOverflowError):
