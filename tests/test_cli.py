@@ -103,6 +103,7 @@ def test_demo_shows_every_kind_of_decision(capsys: pytest.CaptureFixture[str]) -
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
     assert "sent as it is" in out and "stubbed" in out and "compacted" in out
+    assert "the provider said too long" in out and "retried once, and it went through" in out
     assert out.rstrip().endswith("never changed: yes.")
 
 

@@ -22,6 +22,7 @@ from typing import Any
 from ctxbudget.events import ContextEvent
 from ctxbudget.guard import ContextGuard, GuardedRequest
 from ctxbudget.request import estimate_request
+from ctxbudget.tokens import estimate_tokens
 
 __all__ = ["DemoCall", "demo_run", "print_demo", "replay"]
 
@@ -113,6 +114,24 @@ def _test_log(rng: random.Random, failing: bool, tests: int) -> str:
     return "\n".join(out)
 
 
+def _hexdump(rng: random.Random, lines: int) -> str:
+    """``xxd`` of a binary checkpoint."""
+    out = []
+    for i in range(lines):
+        data = bytes(rng.randrange(256) for _ in range(16))
+        text = "".join(chr(b) if 32 <= b < 127 else "." for b in data)
+        words = " ".join(data[j : j + 2].hex() for j in range(0, 16, 2))
+        out.append(f"{i * 16:08x}: {words}  {text}")
+    return "\n".join(out)
+
+
+#: The output cap of the demo's requests.
+MAX_TOKENS = 2_000
+#: The command whose output the simulated provider counts twice (a tokenizer the estimate
+#: does not know could split hex that much finer).
+HEXDUMP_COMMAND = "xxd -l 4000 state/chunk-912.ckpt"
+
+
 def demo_run(seed: int = 7) -> list[dict[str, Any]]:
     """The demo agent run: every message, in order (OpenAI Chat Completions format)."""
     rng = random.Random(seed)
@@ -149,8 +168,19 @@ def demo_run(seed: int = 7) -> list[dict[str, Any]]:
         messages.append({"role": "tool", "tool_call_id": call["id"], "content": output})
     done = "Fixed: rows without a currency get the account's currency; all tests pass."
     messages.append({"role": "assistant", "content": done})
-    for topic in _FOLLOW_UPS:
+    for k, topic in enumerate(_FOLLOW_UPS):
         messages.append({"role": "user", "content": f"Thanks. Now {topic}"})
+        if k == 3:  # one more look at the data before answering
+            call = {"id": "call_ckpt", "type": "function"}
+            call["function"] = {
+                "name": "shell",
+                "arguments": json.dumps({"command": HEXDUMP_COMMAND}),
+            }
+            messages.append({"role": "assistant", "content": "Checking the checkpoint first.",
+                             "tool_calls": [call]})  # fmt: skip
+            messages.append(
+                {"role": "tool", "tool_call_id": "call_ckpt", "content": _hexdump(rng, 100)}
+            )
         messages.append({"role": "assistant", "content": _explanation(rng, topic)})
     return messages
 
@@ -220,24 +250,54 @@ def replay(
 ) -> Iterator[DemoCall]:
     """Every model call of :func:`demo_run` through one guard, with what it did."""
     guard = ContextGuard(model, window=window, summarize=summarize)
-    reserve = guard.budget.reserve()
+    reserve = guard.budget.reserve(MAX_TOKENS)
 
     def provider(request: GuardedRequest) -> dict[str, Any]:
-        return {"usage": {"prompt_tokens": request.input_tokens}}
+        count = request.estimate.raw.total + sum(
+            estimate_tokens(m["content"])
+            for m in request.messages
+            if m.get("role") == "tool" and m["content"] in hexdumps
+        )
+        out = request.max_tokens or 0
+        if count + out > window:  # worded as OpenAI does
+            raise RuntimeError(
+                f"This model's maximum context length is {window} tokens. However, you"
+                f" requested {count + out} tokens ({count} in the messages, {out} in the"
+                " completion). Please reduce the length of the messages or completion."
+            )
+        return {"usage": {"prompt_tokens": count}}
 
+    run = demo_run()
+    hexdumps = _outputs_of(run, HEXDUMP_COMMAND)
     history: list[dict[str, Any]] = []
     number = 0
-    for message in demo_run():
+    for message in run:
         if message["role"] == "assistant":
             number += 1
             stored = copy.deepcopy(history)
-            result = guard.send(provider, history, tools=TOOLS)
+            result = guard.send(provider, history, tools=TOOLS, max_tokens=MAX_TOKENS)
             full = estimate_request(history, tools=TOOLS, model=model).total
             sent = result.request.input_tokens
             actions = tuple(_describe(e) for e in result.events) or ("sent as it is",)
+            if result.overflow is not None:
+                actions += (
+                    f"the provider said too long ({result.overflow.requested_tokens:,} tokens):"
+                    " retried once, and it went through",
+                )
             fill = (sent + reserve) / window
             yield DemoCall(number, len(history), full, sent, fill, actions, history == stored)
         history.append(message)
+
+
+def _outputs_of(run: list[dict[str, Any]], command: str) -> set[str]:
+    """The outputs of the calls of ``command`` in ``run``."""
+    ids = {
+        call["id"]
+        for m in run
+        for call in m.get("tool_calls") or []
+        if json.loads(call["function"]["arguments"]).get("command") == command
+    }
+    return {m["content"] for m in run if m.get("tool_call_id") in ids}
 
 
 def _describe(event: ContextEvent) -> str:
@@ -255,12 +315,13 @@ def print_demo(window: int = 16_000, model: str = "gpt-4o", width: int = 20) -> 
     """Print the demo (``ctxbudget demo``); the exit code: 1 if a call went wrong."""
     run = demo_run()
     total = estimate_request(run, tools=TOOLS, model=model).total
-    reserve = ContextGuard(model, window=window).budget.reserve()
+    reserve = ContextGuard(model, window=window).budget.reserve(MAX_TOKENS)
     print(
         f"A coding agent's run ({len(run)} messages, {total:,} tokens in all) replayed through"
         f" ContextGuard:\n{model}, a {window:,}-token window, {reserve:,} of them kept for the"
-        " answer.\nSimulated: the provider (it counts with ctxbudget's estimate) and the"
-        " summarizer (the first\nwords of each entry). Nothing leaves this machine.\n"
+        " answer.\nSimulated: the provider (it counts with ctxbudget's estimate, and a hex dump"
+        " twice, as a\ntokenizer the estimate does not know might) and the summarizer (the"
+        " first words of each\nentry). Nothing leaves this machine.\n"
     )
     title = "window used"
     print(f"{'call':>4}  {'history':>7}  {'sent':>6}  {title:<{width + 5}}  what the guard did")
@@ -274,9 +335,6 @@ def print_demo(window: int = 16_000, model: str = "gpt-4o", width: int = 20) -> 
         )
         for k, action in enumerate(call.actions):
             print(f"{head if k == 0 else '':<{len(head)}}  {action}")
-    verdict = "fit the window" if ok else "DID NOT all fit the window"
-    print(
-        f"\nEvery request sent {verdict}; the stored history was never changed: "
-        f"{'yes' if ok else 'NO'}."
-    )
+    verdict = "went through within the window" if ok else "DID NOT all fit the window"
+    print(f"\nEvery call {verdict}; the stored history was never changed: {'yes' if ok else 'NO'}.")
     return 0 if ok else 1
