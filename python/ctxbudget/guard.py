@@ -9,7 +9,8 @@
    first (chosen by :func:`~ctxbudget.selection.select_largest`), then **compact** when a
    summarizer was given (the summary is remembered, so the next turns re-use it instead of
    summarizing again), then stub the **largest fresh results** too: a single huge tool
-   output is replaced by a stub that says how to read it in parts, its call kept.
+   output is replaced by a stub that says how to read it in parts, its call kept. A fresh
+   output that compaction could not make room for is stubbed before compacting.
 3. **Validate pairing** of the final view (every call answered once, no orphan results):
    a request the provider would reject never leaves.
 4. **Enforce the budget** on the final view, after every rewrite: an over-budget request
@@ -17,12 +18,14 @@
 5. **Dispatch**: ``send(request)``.
 6. **Recover** once when the provider says the request was too long
    (:func:`~ctxbudget.overflow.classify_overflow`): a stated count calibrates the next
-   estimate (F5); when only input + reserved output overflowed and the input fits, the
-   request is sent again with a smaller ``max_tokens`` (F5); otherwise the view is rebuilt
-   against the corrected estimate (F3 mid-run, F4 at a run's first call) and sent again.
-   A second overflow, or nothing left to remove, raises
-   :class:`~ctxbudget.errors.ContextOverflowError` with the provider's error as its cause.
-   Any other error propagates unchanged, without a retry.
+   estimate (F5) and a stated limit below the budget's becomes the budget
+   (:mod:`ctxbudget.limits`); when only input + reserved output overflowed and the input
+   fits by an exact count, the request is sent again with a smaller ``max_tokens`` (F5);
+   otherwise the view is rebuilt so that it fits even if what the provider counted beyond
+   the estimate stays (F3 mid-run, F4 at a run's first call), and sent again; results
+   stubbed for it stay stubbed on later turns. A second overflow, or nothing left to
+   remove, raises :class:`~ctxbudget.errors.ContextOverflowError` with the provider's error
+   as its cause. Any other error propagates unchanged, without a retry.
 7. **Record usage** from the response (calibration, A6).
 
 Sync (:meth:`ContextGuard.send`) and async (:meth:`ContextGuard.asend`) share one flow
@@ -46,6 +49,7 @@ from ctxbudget.errors import ContextBudgetError, ContextOverflowError
 from ctxbudget.events import ContextEvent, EventCallback, Reason, emit
 from ctxbudget.formats.common import as_mapping
 from ctxbudget.largest import StickyStubs, StubCandidates, stub_largest
+from ctxbudget.limits import INPUT_CAP_RULES, Room, StatedLimit
 from ctxbudget.messages import detect_format
 from ctxbudget.overflow import OverflowInfo, classify_overflow
 from ctxbudget.pairing_cache import GrowingPairing
@@ -66,8 +70,6 @@ logger = logging.getLogger("ctxbudget.guard")
 _LOW_CONFIDENCE_SHARE = 0.8
 #: With no count in the provider's error, the retry must be at least this much smaller.
 _UNKNOWN_COUNT_SHRINK = 0.9
-#: Rules of provider errors whose stated limit is the input's alone (not input + output).
-_INPUT_CAP_RULES = frozenset({"text:input tokens exceed", "code:model_max_prompt_tokens_exceeded"})
 #: Stubbing rounds at most per rewrite (each re-estimates what is left).
 _STUB_ROUNDS = 3
 
@@ -141,72 +143,6 @@ class _Call:
     max_tokens: int | None
     run_start: bool
     events: list[ContextEvent]
-
-
-@dataclass(frozen=True, slots=True)
-class _Limit:
-    """A limit a provider stated in an overflow error.
-
-    Attributes:
-        tokens: The limit.
-        input_only: It is the input's alone (gpt-5's input cap, Copilot's prompt limit),
-            not input + output, which most providers mean whatever their wording.
-        output: The output the provider counted for a request that asked for none (its
-            default), when it said so.
-    """
-
-    tokens: int
-    input_only: bool
-    output: int | None
-
-    def budget(self, base: ContextWindowBudget, max_tokens: int | None) -> ContextWindowBudget:
-        """``base`` for a request with ``max_tokens`` under this limit."""
-        if self.input_only:  # the input up to the limit, the output as ``base`` reserves it
-            reserve = base.reserve(max_tokens)
-            window = min(base.window, self.tokens + reserve)
-            return ContextWindowBudget(
-                window, reserve, margin=0, max_reserve_fraction=None, model=base.model
-            )
-        # The provider's default output, when the request asks for none: kept at least.
-        floor = self.output if max_tokens is None else None
-        reserved = max((x for x in (base.reserved_output, floor) if x is not None), default=None)
-        return ContextWindowBudget(
-            min(base.window, self.tokens), reserved, margin=base.margin,
-            max_reserve_fraction=base.max_reserve_fraction, max_output=base.max_output,
-            default_output=base.default_output, model=base.model,
-        )  # fmt: skip
-
-
-@dataclass(frozen=True, slots=True)
-class _Room:
-    """The most input a request may have.
-
-    Attributes:
-        base: The budget's available input, within the provider's stated limit.
-        cap: A limit for the calibrated estimate (after an overflow that stated no count).
-        raw_cap: A limit for the uncalibrated estimate, after an overflow that stated a
-            count: the available input less what the provider counted beyond our estimate
-            of the request it refused. That excess is assumed to stay unless removed
-            content explains it (safe: a second overflow fails the call).
-    """
-
-    base: int = 0
-    cap: int | None = None
-    raw_cap: int | None = None
-
-    def over(self, est: CalibratedEstimate) -> int:
-        """How many (calibrated) tokens ``est`` is over the room; <= 0 when it fits."""
-        limit = self.base if self.cap is None else min(self.base, self.cap)
-        over = est.total - limit
-        if self.raw_cap is not None:
-            ratio = est.total / max(1, est.raw.total)
-            over = max(over, math.ceil((est.raw.total - self.raw_cap) * ratio))
-        return over
-
-    @property
-    def lowest(self) -> int:
-        """The limit for uncalibrated estimates (the Pruner's)."""
-        return min(x for x in (self.base, self.cap, self.raw_cap) if x is not None)
 
 
 #: The two steps of a call that do I/O, yielded by the flow to its driver:
@@ -316,7 +252,7 @@ class ContextGuard:
         # token); a cold guard starts from the tracker's cold factor.
         self._ratio = self.tracker.cold_factor if self.tracker is not None else 1.0
         # A limit the provider stated in an overflow error (None: the caller's budget rules).
-        self._limit: _Limit | None = None
+        self._limit: StatedLimit | None = None
         self._memory = SummaryMemory()
 
     # -- the two drivers
@@ -463,10 +399,10 @@ class ContextGuard:
             return lowered
         if measured is None:
             # The estimate was too low by an unknown amount: ask for a clearly smaller request.
-            room = _Room(cap=int(request.input_tokens * _UNKNOWN_COUNT_SHRINK))
+            room = Room(cap=int(request.input_tokens * _UNKNOWN_COUNT_SHRINK))
         else:
             excess = max(0, measured - request.estimate.raw.total)
-            room = _Room(raw_cap=self._available(request.max_tokens) - excess)
+            room = Room(raw_cap=self._available(request.max_tokens) - excess)
         try:
             retry = yield from self._prepare(call, request.max_tokens, "overflow", room)
         except ContextBudgetError as exc:
@@ -515,7 +451,7 @@ class ContextGuard:
         if limit is None or info.kind == "request_too_large":
             return
         output = info.output_tokens if request.max_tokens is None else None
-        stated = _Limit(limit, info.rule in _INPUT_CAP_RULES, output)
+        stated = StatedLimit(limit, info.rule in INPUT_CAP_RULES, output)
         mt = request.max_tokens
         if stated.budget(self.budget, mt).available(mt) >= self._available(mt):
             return
@@ -548,12 +484,12 @@ class ContextGuard:
     # -- building the request
 
     def _prepare(
-        self, call: _Call, max_tokens: int | None, reason: Reason, room: _Room | None
+        self, call: _Call, max_tokens: int | None, reason: Reason, room: Room | None
     ) -> Generator[_Step, Any, GuardedRequest]:
         """Steps 1-4: the view of the history that fits, checked; no I/O but compaction."""
         system, tools = call.system, call.tools
         history = self._memory.apply(self._format(call.messages), call.messages)
-        room = replace(room or _Room(), base=self._available(max_tokens))
+        room = replace(room or Room(), base=self._available(max_tokens))
         self._pruner.budget = self._pruner_budget(room.lowest, max_tokens)
 
         def view_of(msgs: list[Any]) -> tuple[list[Any], CalibratedEstimate, bool]:
@@ -672,7 +608,7 @@ class ContextGuard:
         est: CalibratedEstimate,
         call: _Call,
         max_tokens: int | None,
-        room: _Room,
+        room: Room,
         fresh_from: int | None,
         reason: Reason,
     ) -> tuple[list[Any], CalibratedEstimate]:
