@@ -6,7 +6,9 @@ the guard's own work, at two windows:
 
 - ``fits``: a 1M window, the request fits: estimate, calibration, pairing, usage recorded;
 - ``pruned``: a 128k window, the history (~350k tokens) does not fit, most old outputs are
-  stubs (the :class:`~ctxbudget.prune.Pruner` inside the guard re-applies them each turn).
+  stubs (the :class:`~ctxbudget.prune.Pruner` inside the guard re-applies them each turn);
+- ``without_tool_calls``: the same texts as plain turns at 1M, which no message tells the
+  format of (it is narrowed from the appended messages, not detected from all of them).
 
 Each guard has seen the conversation at 598 and 600 messages (a loop under way, calibrated);
 the timed call sends it with one message appended.
@@ -29,6 +31,11 @@ MODEL = "gpt-4.1"
 WINDOWS = {"fits": 1_000_000, "pruned": 128_000}
 NEXT = {"role": "assistant", "content": "The tests pass now; submitting the patch."}
 APPENDED = [*CONVERSATION, NEXT]
+#: The same texts as plain user/assistant turns: no message tells the format.
+PLAIN = [
+    {"role": "user" if i % 2 else "assistant", "content": m.get("content") or ""}
+    for i, m in enumerate(CONVERSATION)
+]
 
 
 def send(request: GuardedRequest) -> dict[str, Any]:
@@ -67,6 +74,26 @@ def test_pruner_append_baseline(benchmark: Any, case: str) -> None:
     benchmark.group = f"guard-600msg-{case}"
     result = benchmark.pedantic(pruner.prune, setup=setup, rounds=50, iterations=1)
     assert result.fits
+
+
+def test_guard_append_without_tool_calls(benchmark: Any) -> None:
+    """The plain conversation at 1M: the format is narrowed from what was appended."""
+    guard: ContextGuard | None = None
+
+    def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
+        nonlocal guard
+        guard = ContextGuard(MODEL, window=WINDOWS["fits"])
+        guard.send(send, PLAIN[:-2])
+        guard.send(send, PLAIN)
+        return (send, [*PLAIN, NEXT]), {}
+
+    def turn(*args: Any) -> Any:
+        assert guard is not None
+        return guard.send(*args)
+
+    benchmark.group = "guard-600msg-plain"
+    result = benchmark.pedantic(turn, setup=setup, rounds=50, iterations=1)
+    assert result.usage_recorded
 
 
 def test_estimator_append_baseline(benchmark: Any) -> None:

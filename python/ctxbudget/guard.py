@@ -48,9 +48,9 @@ from ctxbudget.compact import CompactionError, CompactResult, acompact, compact
 from ctxbudget.errors import ContextBudgetError, ContextOverflowError
 from ctxbudget.events import ContextEvent, EventCallback, Reason, emit
 from ctxbudget.formats.common import as_mapping
+from ctxbudget.formats.detect import NOTHING_SEEN, SeenFits, narrow_fits, pick_format
 from ctxbudget.largest import StickyStubs, StubCandidates, stub_largest
 from ctxbudget.limits import INPUT_CAP_RULES, Room, StatedLimit
-from ctxbudget.messages import detect_format
 from ctxbudget.overflow import OverflowInfo, classify_overflow
 from ctxbudget.pairing_cache import GrowingPairing
 from ctxbudget.prune import PruneConfig, Pruner, make_budget
@@ -143,6 +143,7 @@ class _Call:
     max_tokens: int | None
     run_start: bool
     events: list[ContextEvent]
+    fmt: str
 
 
 #: The two steps of a call that do I/O, yielded by the flow to its driver:
@@ -245,6 +246,7 @@ class ContextGuard:
         self._collected: list[ContextEvent] = []
         self._scans: dict[str, ScanCache] = {}
         self._pairing = GrowingPairing()
+        self._fits_seen: SeenFits = NOTHING_SEEN
         self._candidates = StubCandidates(self.encoding, self.config)
         self._sticky = StickyStubs()
         self._made: list[tuple[Any, int, str]] = []
@@ -354,7 +356,8 @@ class ContextGuard:
         run_start: bool,
         events: list[ContextEvent],
     ) -> _Flow:
-        call = _Call(list(messages), system, tools, max_tokens, run_start, events)
+        caller = list(messages)
+        call = _Call(caller, system, tools, max_tokens, run_start, events, self._format(caller))
         request = yield from self._prepare(call, max_tokens, "proactive", None)
         overflow: OverflowInfo | None = None
         try:
@@ -377,7 +380,7 @@ class ContextGuard:
                     second, model=self.model, reason="still too long after one recovery"
                 ) from again
             request = retry
-        self._sticky.remember(self._format(request.messages), self._made)
+        self._sticky.remember(call.fmt, self._made)
         recorded = self._observe(request, response)
         return GuardResult(response, request, tuple(events), overflow, recorded)
 
@@ -488,7 +491,7 @@ class ContextGuard:
     ) -> Generator[_Step, Any, GuardedRequest]:
         """Steps 1-4: the view of the history that fits, checked; no I/O but compaction."""
         system, tools = call.system, call.tools
-        history = self._memory.apply(self._format(call.messages), call.messages)
+        history = self._memory.apply(call.fmt, call.messages)
         room = replace(room or Room(), base=self._available(max_tokens))
         self._pruner.budget = self._pruner_budget(room.lowest, max_tokens)
 
@@ -502,7 +505,7 @@ class ContextGuard:
                 run_start=call.run_start,
             )  # fmt: skip
             fresh_from = len(pruned.messages) - (len(msgs) - pruned.tail_start)
-            view = self._sticky.apply(self._format(pruned.messages), pruned.messages)
+            view = self._sticky.apply(call.fmt, pruned.messages)
             raw = pruned.estimate if view is pruned.messages else None
             est = self._estimate(view, system, tools, max_tokens, raw)
             view, est = self._stub_largest(view, est, call, max_tokens, room, fresh_from, reason)
@@ -525,7 +528,7 @@ class ContextGuard:
                 view, est, _ = view_of(compacted)
         if room.over(est) > 0:
             view, est = stub_fresh()
-        self._check_pairing(view)
+        self._check_pairing(call.fmt, view)
         self._ratio = est.total / max(1, est.raw.total)
         request = GuardedRequest(view, system, tools, max_tokens, est, 1, reason)
         over = room.over(est)
@@ -587,7 +590,7 @@ class ContextGuard:
     ) -> Generator[_Step, Any, list[Any] | None]:
         """Compaction of ``history`` through the driver; the new history (remembered for the
         next turns), or ``None`` when it could not help."""
-        fmt = self._format(history)
+        fmt = call.fmt
         args = {
             "messages": history, "summarize": self.summarize, "budget": self._budget(max_tokens),
             "tools": call.tools, "system": call.system, "model": self.model, "format": fmt,
@@ -622,7 +625,7 @@ class ContextGuard:
             # Sizes are raw estimates: scale what is over by the calibration's ratio.
             ratio = est.total / max(1, est.raw.total)
             need = math.ceil(room.over(est) / ratio)
-            out, n = self._stub_results(view, need, fresh_from)
+            out, n = self._stub_results(call.fmt, view, need, fresh_from)
             if not n:
                 break
             view, stubbed = out, stubbed + n
@@ -637,9 +640,8 @@ class ContextGuard:
         return view, est
 
     def _stub_results(
-        self, view: list[Any], need: int, fresh_from: int | None
+        self, fmt: str, view: list[Any], need: int, fresh_from: int | None
     ) -> tuple[list[Any], int]:
-        fmt = self._format(view)
         out, made = stub_largest(
             fmt, view, self._scan(fmt, view), need, candidates=self._candidates,
             rescan=lambda out: self._scan(fmt, out), fresh_from=fresh_from,
@@ -647,10 +649,10 @@ class ContextGuard:
         self._made += made
         return out, len(made)
 
-    def _check_pairing(self, view: list[Any]) -> None:
+    def _check_pairing(self, fmt: str, view: list[Any]) -> None:
         """Raise :class:`~ctxbudget.turns.PairingError` unless ``view`` pairs every call
         (reading only what changed since the last request)."""
-        violations = self._pairing.violations(self._format(view), view)
+        violations = self._pairing.violations(fmt, view)
         if violations:
             raise PairingError("sending this request", violations)
 
@@ -698,7 +700,12 @@ class ContextGuard:
         return measured
 
     def _format(self, messages: list[Any]) -> str:
-        return self._pruner.format or detect_format(messages)
+        """The format of the caller's ``messages``: the Pruner's once decided, else what the
+        messages fit, narrowed turn by turn (only the appended ones are read)."""
+        if self._pruner.format is not None:
+            return self._pruner.format
+        self._fits_seen = narrow_fits(messages, self._fits_seen)
+        return pick_format(self._fits_seen[1], "openai_chat")
 
     def _scan(self, fmt: str, messages: list[Any]) -> list[Any]:
         cache = self._scans.get(fmt)
