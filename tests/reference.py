@@ -69,3 +69,38 @@ def validate_pairing(events: list[tuple[int, int, str]]) -> list[tuple[str, str,
             found.append(("duplicate_result", call_id, answering))
     found.sort(key=lambda v: (v[2][0], KIND_ORDER.index(v[0]), v[1]))
     return found
+
+
+def fresh_tail(
+    per_message: list[int],
+    kinds: list[str],
+    tail_budget: int,
+    min_turns: int,
+    cap: float,
+) -> int:
+    """Start of the fresh tail, message by message: the last ``tail_budget`` tokens, extended
+    back to the ``min_turns``-th last user message while what it protects stays within ``cap``
+    (the floor moves forward one message at a time until it does)."""
+    n = len(per_message)
+    tail, acc = n, 0
+    for i in range(n - 1, -1, -1):
+        acc += per_message[i]
+        if acc > tail_budget and tail < n:
+            break
+        tail = i
+    if min_turns <= 0 or tail == 0:
+        return tail
+    seen, floor = 0, 0
+    for i in range(n - 1, -1, -1):
+        if kinds[i] == "user":
+            seen += 1
+            if seen == min_turns:
+                floor = i
+                break
+    if floor >= tail:
+        return tail
+    protected = sum(per_message[floor:])
+    while floor < tail and protected > cap:
+        protected -= per_message[floor]
+        floor += 1
+    return floor

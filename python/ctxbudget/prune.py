@@ -52,17 +52,19 @@ construction; the check is the guarantee).
 from __future__ import annotations
 
 import threading
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import accumulate, islice
 from typing import Any, Literal
 
 from ctxbudget.budget import ContextWindowBudget
 from ctxbudget.events import ContextEvent, EventCallback, check_reason, emit
 from ctxbudget.formats.detect import NOTHING_SEEN, SeenFits, narrow_fits, pick_format
 from ctxbudget.messages import FORMATS, MessageFormatError
+from ctxbudget.prune_index import Candidate, HistoryIndex, MadeStub, StubKind, extend_index
 from ctxbudget.request import RequestEstimate, RequestEstimator
 from ctxbudget.stubs import (
-    STUB_PREFIX,
     in_history_type,
     missing_text,
     replace_results,
@@ -82,8 +84,6 @@ from ctxbudget.turns import (
 )
 
 __all__ = ["PruneConfig", "PruneResult", "PrunedOutput", "Pruner", "make_budget", "prune"]
-
-StubKind = Literal["old", "interrupted", "missing"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,6 +213,38 @@ def make_budget(
     return ContextWindowBudget(window)
 
 
+def fresh_tail(
+    per_message: Sequence[int], users: Sequence[int], cfg: PruneConfig, usable: int
+) -> int:
+    """Where the fresh tail starts: the last ``cfg.tail_tokens(usable)`` tokens of messages
+    (``per_message``), extended back to the ``cfg.min_turns``-th last user message (``users``:
+    their indices), as long as that protects at most ``cfg.turn_floor_fraction`` of
+    ``usable``."""
+    n = len(per_message)
+    tail_budget = cfg.tail_tokens(usable)
+    tail = n
+    acc = 0
+    for i in range(n - 1, -1, -1):
+        acc += per_message[i]
+        if acc > tail_budget and tail < n:
+            break
+        tail = i
+    if cfg.min_turns <= 0 or tail == 0:
+        return tail
+    floor = users[-cfg.min_turns] if len(users) >= cfg.min_turns else 0
+    if floor >= tail:
+        return tail
+    if cfg.turn_floor_fraction is None:
+        return floor
+    # Move the floor forward past the fewest messages that bring what it protects under the
+    # cap (the running sums never decrease: a bisection finds them).
+    excess = sum(per_message[floor:]) - usable * cfg.turn_floor_fraction
+    if excess <= 0:
+        return floor
+    dropped = list(accumulate(islice(per_message, floor, tail)))
+    return min(tail, floor + 1 + bisect_left(dropped, excess))
+
+
 class Pruner:
     """Prunes one conversation turn after turn, re-using the work on unchanged messages.
 
@@ -270,6 +302,7 @@ class Pruner:
         # Results the last view added for calls that had none, and the calls they answer.
         self._inserted: dict[tuple[Any, ...], tuple[Any, Any, Any]] = {}
         self._lost: frozenset[str] = frozenset()
+        self._index: HistoryIndex | None = None
         self._stubs: dict[
             tuple[int, tuple[tuple[int, StubKind, str | None, str | None], ...]],
             tuple[Any, Any, Any, tuple[tuple[str, str | None, int, int, StubKind], ...]],
@@ -349,35 +382,11 @@ class Pruner:
         fits_before = self.budget.fits(before, max_tokens=max_tokens)
         n = len(msgs)
 
-        # -- fresh tail: tokens, extended to the turn floor (bounded)
-        tail_budget = cfg.tail_tokens(usable)
-        tail = n
-        acc = 0
-        for i in range(n - 1, -1, -1):
-            acc += per_message[i]
-            if acc > tail_budget and tail < n:
-                break
-            tail = i
-        if cfg.min_turns > 0 and tail > 0:
-            seen = 0
-            floor = 0
-            for i in range(n - 1, -1, -1):
-                if infos[i].kind == "user":
-                    seen += 1
-                    if seen == cfg.min_turns:
-                        floor = i
-                        break
-            if floor < tail:
-                cap = (
-                    usable * cfg.turn_floor_fraction
-                    if cfg.turn_floor_fraction is not None
-                    else float("inf")
-                )
-                protected = sum(per_message[floor:])
-                while floor < tail and protected > cap:
-                    protected -= per_message[floor]
-                    floor += 1
-                tail = floor
+        index, earlier = extend_index(
+            self._index, scanner, fmt, msgs, infos,
+            lambda m, slot: self._size(fmt, m, slot), cfg.min_output_tokens,
+        )  # fmt: skip
+        tail = fresh_tail(per_message, index.users, cfg, usable)
 
         # -- abandoned results (D4): at a run start, the results after the last assistant
         # message (without run_start, a user message after a result is read with it: a
@@ -394,35 +403,22 @@ class Pruner:
         # -- what to stub: (slot -> (kind, tokens, text)) per message index
         stubs: dict[int, dict[int, tuple[StubKind, int, str]]] = {}
         old_total = 0
-        old: list[tuple[int, int, int, str]] = []
-        min_tokens = cfg.min_output_tokens
-        size = self._size
-        for i in range(n):
-            info = infos[i]
-            if info.kind != "results":
-                continue
-            gone = i in abandoned
-            if i >= tail and not gone:
-                continue
-            m = msgs[i]
-            for _, _, slot in info.results:
-                tokens, text = size(fmt, m, slot)
-                if tokens < min_tokens or text.startswith(STUB_PREFIX):
-                    continue
-                if gone:
-                    stubs.setdefault(i, {})[slot] = ("interrupted", tokens, text)
-                else:
-                    old.append((i, slot, tokens, text))
-                    old_total += tokens
+        old: list[Candidate] = []
+        for c in index.candidates:
+            i = c[0]
+            if i in abandoned:
+                stubs.setdefault(i, {})[c[1]] = ("interrupted", c[2], c[3])
+            elif i < tail:
+                old.append(c)
+                old_total += c[2]
         if old and (old_total > cfg.threshold_tokens(usable) or not fits_before):
             for i, slot, tokens, text in old:
                 stubs.setdefault(i, {})[slot] = ("old", tokens, text)
 
         # -- calls without any result (D4): the conversation moved on without them
         missing: dict[int, list[tuple[str, str]]] = {}
-        answered = {rid for info in infos for rid, _, _ in info.results}
-        called = {cid for info in infos for cid, _ in info.calls}
-        if not called <= answered:
+        if not index.called <= index.answered:
+            answered = index.answered
             seen_user = seen_assistant = moved = False
             for i in range(n - 1, -1, -1):
                 info = infos[i]
@@ -439,19 +435,12 @@ class Pruner:
         self._trim_caches(msgs)
 
         if not stubs and not missing:
+            self._index = index
             return PruneResult(msgs, (), before.total, before.total, fits_before, tail, before)
         return self._rewrite(
-            fmt, msgs, infos, view_scanner, stubs, missing, before, tail, system, tools,
-            max_tokens, reason,
+            fmt, msgs, infos, view_scanner, index, earlier, stubs, missing, before, tail,
+            system, tools, max_tokens, reason,
         )  # fmt: skip
-
-    def _names(self, infos: list[MessageInfo]) -> dict[str, str]:
-        names: dict[str, str] = {}
-        for info in infos:
-            for cid, name in info.calls:
-                if cid is not None:
-                    names.setdefault(cid, name)
-        return names
 
     def _stubbed(
         self,
@@ -500,6 +489,8 @@ class Pruner:
         msgs: list[Any],
         infos: list[MessageInfo],
         view_scanner: ScanCache,
+        index: HistoryIndex,
+        earlier: dict[int, MadeStub],
         stubs: dict[int, dict[int, tuple[StubKind, int, str]]],
         missing: dict[int, list[tuple[str, str]]],
         before: RequestEstimate,
@@ -518,15 +509,19 @@ class Pruner:
         lost = frozenset(cid for calls in missing.values() for cid, _ in calls)
         changed = lost != self._lost
         made_now: dict[tuple[Any, ...], tuple[Any, Any, Any]] = {}
-        names = self._names(infos) if stubs else {}  # tool name of each call id
         missed: list[PrunedOutput] = []
         n = len(msgs)
         replaced: dict[int, Any] = {}
+        # the last call's stubs of messages it read, unchanged, when decided the same way
         for i, slots in sorted(stubs.items()):
-            new, done, fresh = self._stubbed(fmt, msgs[i], infos[i], slots, names)
-            changed = changed or fresh
-            replaced[i] = new
-            pruned.extend([PrunedOutput(i, *d) for d in done])
+            made = earlier.get(i)
+            if made is None or made[0] != slots:
+                new, done, fresh = self._stubbed(fmt, msgs[i], infos[i], slots, index.names)
+                changed = changed or fresh
+                made = (slots, new, tuple(PrunedOutput(i, *d) for d in done))
+            index.stubs[i] = made
+            replaced[i] = made[1]
+            pruned.extend(made[2])
         # positions[k]: the index message k of the view had in msgs (None: a new message)
         positions: list[int | None] = []
         if not missing:  # the common case: same positions, some messages replaced
@@ -580,7 +575,7 @@ class Pruner:
                 view_infos = resolve_ids(view_infos, positions=positions)
             check_pairing(infos, view_infos, "pruning")
         # Kept only once the view is checked: a rejected rewrite is checked again next time.
-        self._lost, self._inserted = lost, made_now
+        self._lost, self._inserted, self._index = lost, made_now, index
         after = self._view_est.estimate(out, system=system, tools=tools, max_tokens=max_tokens)
         fits = self.budget.fits(after, max_tokens=max_tokens)
         if not changed:

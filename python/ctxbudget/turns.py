@@ -293,9 +293,14 @@ class ScanCache:
     object. Editing a nested list in place is not noticed (as in
     :class:`~ctxbudget.request.RequestEstimator`): pass a new message instead. Not
     thread-safe on its own; its owners serialise access.
+
+    Attributes:
+        scans: How many lists it has read.
+        prefix: How many leading messages of the last list were the list before it, unchanged
+            (the same objects, with the same content fields); 0 when not known.
     """
 
-    __slots__ = ("_by_id", "_infos", "_msgs", "_refs", "fmt")
+    __slots__ = ("_by_id", "_infos", "_msgs", "_refs", "fmt", "prefix", "scans")
 
     def __init__(self, fmt: str) -> None:
         if fmt not in FORMATS:
@@ -305,12 +310,16 @@ class ScanCache:
         self._msgs: list[Any] = []
         self._refs: list[list[Any]] = []
         self._infos: list[MessageInfo] = []
+        self.scans = 0
+        self.prefix = 0
 
     def scan(self, messages: Sequence[Any]) -> list[MessageInfo]:
         """Infos of ``messages``, in order; forgets messages no longer present."""
         msgs = list(messages)
         keys = _CONTENT_KEYS[self.fmt]
         k = unchanged_prefix(msgs, self._msgs, self._refs, keys)
+        self.scans += 1
+        self.prefix = k
         if k:
             out = self._infos[:k]
             new = msgs[k:]
