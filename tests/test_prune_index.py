@@ -1,8 +1,8 @@
 """A Pruner kept across turns: what it re-uses from the last call never changes the answer.
 
 The tail start is checked against a message-by-message reference; the kept Pruner against a
-fresh one-shot :func:`~ctxbudget.prune.prune` after random appends, edits, removals and a
-call added after the result it answers.
+fresh one-shot :func:`~ctxbudget.prune.prune` after random appends, edits, removals, lost
+results and a call added after the result it answers.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ctxbudget.messages import MessageFormatError
+from ctxbudget.messages import FORMATS, MessageFormatError
 from ctxbudget.prune import PruneConfig, Pruner, fresh_tail, prune
 from tests import reference
 from tests.test_prune import chat_conversation, in_format, text_turns
@@ -54,12 +54,16 @@ def _edited(message: dict[str, Any], rng: random.Random) -> dict[str, Any]:
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=st.integers(0, 10_000),
-    fmt=st.sampled_from(["openai_chat", "openai_responses", "anthropic"]),
+    fmt=st.sampled_from(FORMATS),
 )
 def test_kept_pruner_equals_one_shot_through_appends_and_edits(seed: int, fmt: str) -> None:
     rng = random.Random(seed)
-    chat = chat_conversation(seed, turns=5, steps=4, abandoned=seed % 3 == 0)
+    chat = chat_conversation(
+        seed, turns=5, steps=4, abandoned=seed % 3 == 0, unanswered_call=seed % 2 == 0
+    )
     messages, system = in_format(chat, fmt)
+    if seed % 5 == 0:  # some results lost: calls without one mid-history
+        messages = [m for m in messages if rng.random() > 0.1]
     kept = Pruner(16_000, format=fmt)
     history: list[Any] = []
     for message in messages:

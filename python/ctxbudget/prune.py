@@ -62,7 +62,14 @@ from ctxbudget.budget import ContextWindowBudget
 from ctxbudget.events import ContextEvent, EventCallback, check_reason, emit
 from ctxbudget.formats.detect import NOTHING_SEEN, SeenFits, narrow_fits, pick_format
 from ctxbudget.messages import FORMATS, MessageFormatError
-from ctxbudget.prune_index import Candidate, HistoryIndex, MadeStub, StubKind, extend_index
+from ctxbudget.prune_index import (
+    Candidate,
+    HistoryIndex,
+    MadeStub,
+    StubKind,
+    extend_index,
+    unanswered_calls,
+)
 from ctxbudget.request import RequestEstimate, RequestEstimator
 from ctxbudget.stubs import (
     in_history_type,
@@ -416,22 +423,7 @@ class Pruner:
                 stubs.setdefault(i, {})[slot] = ("old", tokens, text)
 
         # -- calls without any result (D4): the conversation moved on without them
-        missing: dict[int, list[tuple[str, str]]] = {}
-        if not index.called <= index.answered:
-            answered = index.answered
-            seen_user = seen_assistant = moved = False
-            for i in range(n - 1, -1, -1):
-                info = infos[i]
-                if run_start or seen_user or moved or seen_assistant:
-                    for cid, name in info.calls:
-                        if cid is not None and cid not in answered:
-                            missing.setdefault(i, []).append((cid, name))
-                if info.kind == "user":
-                    seen_user = True
-                elif info.kind == "assistant":
-                    seen_assistant = True
-                elif info.kind == "results" and seen_assistant:
-                    moved = True
+        missing = unanswered_calls(index, run_start)
         self._trim_caches(msgs)
 
         if not stubs and not missing:
@@ -501,17 +493,12 @@ class Pruner:
         reason: Literal["proactive", "retry", "overflow"],
     ) -> PruneResult:
         pruned: list[PrunedOutput] = []
-        out: list[Any] = []
-        # Anthropic/Gemini: result blocks for missing calls go into the next user message
-        carry: list[dict[str, Any]] = []
-        chat_inserts: dict[int, list[dict[str, Any]]] = {}
         # a view that differs from the previous call's: new stubs, or other calls missing
         lost = frozenset(cid for calls in missing.values() for cid, _ in calls)
         changed = lost != self._lost
         made_now: dict[tuple[Any, ...], tuple[Any, Any, Any]] = {}
-        missed: list[PrunedOutput] = []
         n = len(msgs)
-        replaced: dict[int, Any] = {}
+        base = list(msgs)
         # the last call's stubs of messages it read, unchanged, when decided the same way
         for i, slots in sorted(stubs.items()):
             made = earlier.get(i)
@@ -520,52 +507,24 @@ class Pruner:
                 changed = changed or fresh
                 made = (slots, new, tuple(PrunedOutput(i, *d) for d in done))
             index.stubs[i] = made
-            replaced[i] = made[1]
+            base[i] = made[1]
             pruned.extend(made[2])
+        merge, insert, missed = self._placed_results(fmt, infos, missing, made_now)
+        for j, blocks in merge.items():
+            base[j] = self._inserted_once(made_now, fmt, base[j], blocks)
         # positions[k]: the index message k of the view had in msgs (None: a new message)
-        positions: list[int | None] = []
-        if not missing:  # the common case: same positions, some messages replaced
-            out = list(msgs)
-            positions = list(range(n))
-            for i, new in replaced.items():
-                out[i] = new
-        for i, m in enumerate(msgs if missing else ()):
-            new = replaced.get(i, m)
-            if carry:
-                if infos[i].kind in ("results", "user"):
-                    new = self._inserted_once(made_now, fmt, new, carry)
-                else:
-                    out.append(self._inserted_once(made_now, fmt, None, carry))
-                    positions.append(None)
-                carry = []
-            out.append(new)
-            positions.append(i)
-            for cid, name in missing.get(i, ()):
-                text = missing_text(name)
-                stub_tokens = estimate_tokens(text, self.encoding)
-                missed.append(PrunedOutput(i, cid, name, 0, stub_tokens, "missing"))
-                key = ("result", fmt, cid, name)
-                block = (self._inserted.get(key) or made_now.get(key) or (None, None, None))[1]
-                if block is None:
-                    block = result_message(fmt, cid, name, text)
-                made_now[key] = (None, block, None)
-                if fmt in ("anthropic", "gemini"):
-                    carry.append(block)
-                elif fmt == "openai_chat":
-                    # after the results that already follow this assistant message
-                    j = i + 1
-                    while j < n and infos[j].kind == "results":
-                        j += 1
-                    chat_inserts.setdefault(j, []).append(block)
-                else:
-                    out.append(block)
-                    positions.append(None)
-            inserted = chat_inserts.pop(i + 1, ())
-            out.extend(inserted)
-            positions.extend([None] * len(inserted))
-        if carry:
-            out.append(self._inserted_once(made_now, fmt, None, carry))
-            positions.append(None)
+        out = base
+        positions: list[int | None] = list(range(n))
+        if insert:
+            out, positions, done_to = [], [], 0
+            for j in sorted(insert):
+                out += base[done_to:j]
+                positions += range(done_to, j)
+                out += insert[j]
+                positions += [None] * len(insert[j])
+                done_to = j
+            out += base[done_to:]
+            positions += range(done_to, n)
         out = in_history_type(out, msgs)
         if missed:
             pruned = sorted([*pruned, *missed], key=lambda p: p.index)
@@ -593,6 +552,48 @@ class Pruner:
         )
         emit(event, self.on_event)
         return PruneResult(out, tuple(pruned), before.total, after.total, fits, tail, after, event)
+
+    def _placed_results(
+        self,
+        fmt: str,
+        infos: list[MessageInfo],
+        missing: dict[int, list[tuple[str, str]]],
+        made_now: dict[tuple[Any, ...], tuple[Any, Any, Any]],
+    ) -> tuple[dict[int, list[Any]], dict[int, list[Any]], list[PrunedOutput]]:
+        """Results for the calls in ``missing`` and where they go: (blocks to merge into
+        message ``j``, new messages to put before message ``j`` (``len(infos)``: at the
+        end), what was added). Chat: tool messages after the results that already follow
+        the call; Responses: output items right after the call; Anthropic and Gemini: one
+        message of result blocks, merged into the next message when it is a user message
+        or carries results."""
+        n = len(infos)
+        merge: dict[int, list[Any]] = {}
+        insert: dict[int, list[Any]] = {}
+        missed: list[PrunedOutput] = []
+        for i in sorted(missing):
+            blocks: list[Any] = []
+            for cid, name in missing[i]:
+                text = missing_text(name)
+                stub_tokens = estimate_tokens(text, self.encoding)
+                missed.append(PrunedOutput(i, cid, name, 0, stub_tokens, "missing"))
+                key = ("result", fmt, cid, name)
+                block = (self._inserted.get(key) or made_now.get(key) or (None, None, None))[1]
+                if block is None:
+                    block = result_message(fmt, cid, name, text)
+                made_now[key] = (None, block, None)
+                blocks.append(block)
+            j = i + 1
+            if fmt in ("anthropic", "gemini"):
+                if j < n and infos[j].kind in ("results", "user"):
+                    merge[j] = blocks
+                else:
+                    insert[j] = [self._inserted_once(made_now, fmt, None, blocks)]
+                continue
+            if fmt == "openai_chat":
+                while j < n and infos[j].kind == "results":
+                    j += 1
+            insert.setdefault(j, []).extend(blocks)
+        return merge, insert, missed
 
     def _inserted_once(
         self,

@@ -41,6 +41,8 @@ class HistoryIndex:
         called: Call ids of every call.
         answered: Call ids of every result.
         users: Indices of the user messages (each starts a turn).
+        last_assistant: Index of the last assistant message (-1: none).
+        calls_at: Where each call id is called: (message index, place in the message, tool).
         candidates: Tool outputs that may be stubbed (at least the minimum size, not already
             a stub), in conversation order.
         stubs: The stub messages the call made, by message index (filled by the Pruner).
@@ -53,6 +55,8 @@ class HistoryIndex:
     called: set[str | None] = field(default_factory=set)
     answered: set[str | None] = field(default_factory=set)
     users: list[int] = field(default_factory=list)
+    last_assistant: int = -1
+    calls_at: dict[str | None, list[tuple[int, int, str]]] = field(default_factory=dict)
     candidates: list[Candidate] = field(default_factory=list)
     stubs: dict[int, MadeStub] = field(default_factory=dict)
 
@@ -88,6 +92,8 @@ def extend_index(
         index.answered = set(last.answered)
         index.candidates = list(last.candidates)
         index.users = list(last.users)
+        index.last_assistant = last.last_assistant
+        index.calls_at = dict(last.calls_at)  # lists are replaced, never extended: see below
     names, called, answered, candidates = (
         index.names,
         index.called,
@@ -95,10 +101,12 @@ def extend_index(
         index.candidates,
     )
     renamed = False
+    calls_at = index.calls_at
     for i in range(shared, len(msgs)):
         info = infos[i]
-        for cid, name in info.calls:
+        for k, (cid, name) in enumerate(info.calls):
             called.add(cid)
+            calls_at[cid] = [*calls_at.get(cid, ()), (i, k, name)]
             if cid is not None and cid not in names:
                 names[cid] = name
                 renamed = renamed or cid in answered
@@ -106,6 +114,8 @@ def extend_index(
             answered.add(rid)
         if info.kind == "user":
             index.users.append(i)
+        elif info.kind == "assistant":
+            index.last_assistant = i
         if info.kind != "results":
             continue
         m = msgs[i]
@@ -116,3 +126,25 @@ def extend_index(
     if not shared or renamed or last is None:
         return index, {}
     return index, last.stubs
+
+
+def unanswered_calls(index: HistoryIndex, run_start: bool) -> dict[int, list[tuple[str, str]]]:
+    """The calls the conversation moved on from without a result (a user or assistant
+    message follows them; with ``run_start``, every call without a result): (call id, tool)
+    by message index, in the order of the calls."""
+    lost = index.called - index.answered
+    lost.discard(None)
+    if not lost:
+        return {}
+    later = max(index.users[-1] if index.users else -1, index.last_assistant)
+    found = sorted(
+        (i, k, cid, name)
+        for cid in lost
+        for i, k, name in index.calls_at[cid]
+        if run_start or i < later
+    )
+    missing: dict[int, list[tuple[str, str]]] = {}
+    for i, _, cid, name in found:
+        if cid is not None:
+            missing.setdefault(i, []).append((cid, name))
+    return missing
