@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from ctxbudget.messages import FORMATS, MessageFormatError
 from ctxbudget.prune import PruneConfig, Pruner, fresh_tail, prune
+from ctxbudget.turns import PairingError
 from tests import reference
 from tests.test_prune import chat_conversation, in_format, text_turns
 
@@ -39,6 +40,19 @@ def test_fresh_tail_matches_the_reference(
     cap = float("inf") if fraction is None else usable * fraction
     expected = reference.fresh_tail(sizes, kinds, cfg.tail_tokens(usable), min_turns, cap)
     assert fresh_tail(sizes, users, cfg, usable) == expected
+
+
+@pytest.mark.parametrize("fraction", [0.57, 0.58, 0.29])
+def test_fresh_tail_cap_just_below_a_whole_number(fraction: float) -> None:
+    # usable * fraction is 56999.999... and the like: the floor must not protect one token
+    # more than the cap because a difference of large numbers rounded it up.
+    cfg = PruneConfig(turn_floor_fraction=fraction, min_turns=1)
+    usable = 100_000
+    cap = usable * fraction
+    sizes = [143_000, int(cap) - 8_000 + 1, 8_000]  # the last two are one token over the cap
+    kinds = ["user", "results", "assistant"]
+    expected = reference.fresh_tail(sizes, kinds, cfg.tail_tokens(usable), 1, cap)
+    assert fresh_tail(sizes, [0], cfg, usable) == expected == 2
 
 
 def _edited(message: dict[str, Any], rng: random.Random) -> dict[str, Any]:
@@ -134,3 +148,20 @@ def test_a_call_that_failed_after_reading_the_list_is_not_built_on() -> None:
     view = kept.prune(history)
     assert view.messages == prune(history, window=16_000, model="gpt-4o").messages
     assert [p.call_id for p in view.pruned] == ["c1", "c2"]
+
+
+def test_a_call_id_lost_twice_is_checked_when_its_second_result_is_added() -> None:
+    # Two calls with one id, neither answered: the second added result breaks pairing, and a
+    # kept Pruner that added the first one earlier must see it, as a fresh prune does.
+    def call(cid: str) -> dict[str, Any]:
+        fn = {"name": "bash", "arguments": "{}"}
+        return {"role": "assistant", "content": None, "tool_calls": [{"id": cid, "function": fn}]}
+
+    history: list[dict[str, Any]] = [{"role": "user", "content": "go"}, call("c1"), call("c1")]
+    kept = Pruner(window=16_000, format="openai_chat")
+    kept.prune(history)
+    history.append({"role": "user", "content": "still there?"})
+    with pytest.raises(PairingError):
+        prune(history, window=16_000, format="openai_chat")
+    with pytest.raises(PairingError):
+        kept.prune(history)

@@ -51,6 +51,7 @@ construction; the check is the guarantee).
 
 from __future__ import annotations
 
+import math
 import threading
 from bisect import bisect_left
 from collections.abc import Sequence
@@ -244,8 +245,9 @@ def fresh_tail(
     if cfg.turn_floor_fraction is None:
         return floor
     # Move the floor forward past the fewest messages that bring what it protects under the
-    # cap (the running sums never decrease: a bisection finds them).
-    excess = sum(per_message[floor:]) - usable * cfg.turn_floor_fraction
+    # cap (the running sums never decrease: a bisection finds them). Token counts are whole:
+    # protecting at most the cap is protecting at most its floor, in integers (no rounding).
+    excess = sum(per_message[floor:]) - math.floor(usable * cfg.turn_floor_fraction)
     if excess <= 0:
         return floor
     dropped = list(accumulate(islice(per_message, floor, tail)))
@@ -308,7 +310,7 @@ class Pruner:
         self._sizes: dict[tuple[int, int], tuple[Any, Any, int, str]] = {}
         # Results the last view added for calls that had none, and the calls they answer.
         self._inserted: dict[tuple[Any, ...], tuple[Any, Any, Any]] = {}
-        self._lost: frozenset[str] = frozenset()
+        self._lost: frozenset[tuple[int, str]] = frozenset()
         self._index: HistoryIndex | None = None
         self._stubs: dict[
             tuple[int, tuple[tuple[int, StubKind, str | None, str | None], ...]],
@@ -427,7 +429,8 @@ class Pruner:
         self._trim_caches(msgs)
 
         if not stubs and not missing:
-            self._index = index
+            # The view is the history: no stub or added result of an earlier view is in it.
+            self._index, self._lost, self._inserted = index, frozenset(), {}
             return PruneResult(msgs, (), before.total, before.total, fits_before, tail, before)
         return self._rewrite(
             fmt, msgs, infos, view_scanner, index, earlier, stubs, missing, before, tail,
@@ -493,8 +496,9 @@ class Pruner:
         reason: Literal["proactive", "retry", "overflow"],
     ) -> PruneResult:
         pruned: list[PrunedOutput] = []
-        # a view that differs from the previous call's: new stubs, or other calls missing
-        lost = frozenset(cid for calls in missing.values() for cid, _ in calls)
+        # a view that differs from the previous call's: new stubs, or results added for other
+        # calls (by place: the same id may be called, and lost, twice)
+        lost = frozenset((i, cid) for i, calls in missing.items() for cid, _ in calls)
         changed = lost != self._lost
         made_now: dict[tuple[Any, ...], tuple[Any, Any, Any]] = {}
         n = len(msgs)
