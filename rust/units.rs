@@ -239,10 +239,10 @@ pub fn estimate_units<U: Unit>(units: &[U], encoding: Encoding) -> Result<u64, S
     Ok(est.tokens())
 }
 
-/// Units copied at a time while they are ASCII.
-const ASCII_RUN: usize = 16;
-/// Bytes the UTF-8 buffer keeps past its flush point: one ASCII run or one character.
-const SPARE: usize = ASCII_RUN;
+/// Units transcoded at a time: copied at once when they are all ASCII.
+const RUN: usize = 16;
+/// Bytes the UTF-8 buffer keeps past its flush point: one run of the longest characters.
+const SPARE: usize = 4 * RUN;
 
 /// Adds the text whose code points are `units` to a running estimate (see [`estimate_units`]).
 fn feed_units<U: Unit>(units: &[U], est: &mut Estimator) -> Result<(), Surrogate> {
@@ -251,27 +251,41 @@ fn feed_units<U: Unit>(units: &[U], est: &mut Estimator) -> Result<(), Surrogate
     let mut buf = vec![0u8; BUF.min(units.len().saturating_mul(4)) + SPARE];
     let mut len = 0;
     let mut flush_at = BUF;
-    let mut i = 0;
-    // Where a run of ASCII units is looked for again after one was not found (in text of
-    // another script, once per run length).
-    let mut ascii_from = 0;
-    while i < units.len() {
-        // ASCII text (most of a `str` that is not ASCII-only) goes over a run at a time.
-        let run = units.get(i..i + ASCII_RUN).filter(|_| i >= ascii_from);
-        match run {
-            Some(run) if run.iter().fold(0, |acc, u| acc | u.code()) < 0x80 => {
-                for (b, u) in buf[len..len + ASCII_RUN].iter_mut().zip(run) {
-                    *b = u.code() as u8;
-                }
-                len += ASCII_RUN;
-                i += ASCII_RUN;
+    for (at, run) in units.chunks(RUN).enumerate() {
+        if run.iter().fold(0, |acc, u| acc | u.code()) < 0x80 {
+            // ASCII (most of a `str` that is not ASCII-only): narrowed at once.
+            for (b, u) in buf[len..len + run.len()].iter_mut().zip(run) {
+                *b = u.code() as u8;
             }
-            _ => {
-                if run.is_some() {
-                    ascii_from = i + ASCII_RUN;
-                }
-                len += put_utf8(units[i].code(), &mut buf[len..]).ok_or(Surrogate(i))?;
-                i += 1;
+            len += run.len();
+        } else {
+            for (k, u) in run.iter().enumerate() {
+                let c = u.code();
+                len += match c {
+                    0..=0x7F => {
+                        buf[len] = c as u8;
+                        1
+                    }
+                    0x80..=0x7FF => {
+                        buf[len] = 0xC0 | (c >> 6) as u8;
+                        buf[len + 1] = 0x80 | (c & 0x3F) as u8;
+                        2
+                    }
+                    0xD800..=0xDFFF | 0x11_0000.. => return Err(Surrogate(at * RUN + k)),
+                    0x800..=0xFFFF => {
+                        buf[len] = 0xE0 | (c >> 12) as u8;
+                        buf[len + 1] = 0x80 | ((c >> 6) & 0x3F) as u8;
+                        buf[len + 2] = 0x80 | (c & 0x3F) as u8;
+                        3
+                    }
+                    _ => {
+                        buf[len] = 0xF0 | (c >> 18) as u8;
+                        buf[len + 1] = 0x80 | ((c >> 12) & 0x3F) as u8;
+                        buf[len + 2] = 0x80 | ((c >> 6) & 0x3F) as u8;
+                        buf[len + 3] = 0x80 | (c & 0x3F) as u8;
+                        4
+                    }
+                };
             }
         }
         if len >= flush_at {
@@ -293,38 +307,6 @@ fn feed_units<U: Unit>(units: &[U], est: &mut Estimator) -> Result<(), Surrogate
     }
     est.feed(&buf[..len]);
     Ok(())
-}
-
-/// Writes the UTF-8 form of code point `c` at the start of `out` (at least 4 bytes long);
-/// returns its length, or `None` for a surrogate or a value past U+10FFFF.
-#[allow(clippy::inline_always)] // hot path; measurably faster inlined
-#[inline(always)]
-fn put_utf8(c: u32, out: &mut [u8]) -> Option<usize> {
-    Some(match c {
-        0..=0x7F => {
-            out[0] = c as u8;
-            1
-        }
-        0x80..=0x7FF => {
-            out[0] = 0xC0 | (c >> 6) as u8;
-            out[1] = 0x80 | (c & 0x3F) as u8;
-            2
-        }
-        0xD800..=0xDFFF | 0x11_0000.. => return None,
-        0x800..=0xFFFF => {
-            out[0] = 0xE0 | (c >> 12) as u8;
-            out[1] = 0x80 | ((c >> 6) & 0x3F) as u8;
-            out[2] = 0x80 | (c & 0x3F) as u8;
-            3
-        }
-        _ => {
-            out[0] = 0xF0 | (c >> 18) as u8;
-            out[1] = 0x80 | ((c >> 12) & 0x3F) as u8;
-            out[2] = 0x80 | ((c >> 6) & 0x3F) as u8;
-            out[3] = 0x80 | (c & 0x3F) as u8;
-            4
-        }
-    })
 }
 
 /// The last position in the second half of `b` (valid UTF-8) where a new piece starts in
