@@ -435,11 +435,19 @@ const MEMO_MIN_LEN: usize = 16 * 1024;
 
 /// Costs of the pieces of one text that are not one token, by piece hash. A long text repeats
 /// its words, and splitting such a piece is the dearest step of an estimate; the cost is a
-/// function of the piece's bytes alone, so a hit gives exactly what [`table_cost`] would.
-/// Direct-mapped, keyed by the whole 64-bit hash; it lives for one call, so estimates never
-/// depend on earlier texts.
+/// function of the piece's bytes alone, so a hit gives exactly what [`table_cost`] would:
+/// estimates never depend on what the memo saw before. Direct-mapped, keyed by the whole
+/// 64-bit hash; it lives as long as one call or one [`Estimator`] (a text fed in parts, such
+/// as a `str` transcoded a buffer at a time).
+#[derive(Clone)]
 struct Memo {
     slots: Vec<(u64, u64)>,
+}
+
+impl std::fmt::Debug for Memo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Memo({} slots)", self.slots.len())
+    }
 }
 
 impl Memo {
@@ -448,6 +456,14 @@ impl Memo {
         (len >= MEMO_MIN_LEN).then(|| Memo {
             slots: vec![(0, 0); MEMO_SLOTS],
         })
+    }
+
+    /// `memo`, set up first when there is none and a text of `len` bytes pays for one.
+    fn keep(memo: &mut Option<Memo>, len: usize) -> Option<&mut Memo> {
+        if memo.is_none() {
+            *memo = Memo::for_text(len);
+        }
+        memo.as_mut()
     }
 
     #[allow(clippy::inline_always)] // hot path; measurably faster inlined
@@ -518,6 +534,9 @@ pub struct Estimator {
     encoding: Encoding,
     /// Table units per fitted encoding, in [`Encoding::ALL`] order.
     acc: [u64; 4],
+    /// Split costs seen in the chunks so far, per fitted encoding (set up on the first chunk
+    /// long enough to pay for one).
+    memos: [Option<Memo>; 4],
 }
 
 impl Estimator {
@@ -527,6 +546,7 @@ impl Estimator {
         Self {
             encoding,
             acc: [0; 4],
+            memos: [None, None, None, None],
         }
     }
 
@@ -534,14 +554,14 @@ impl Estimator {
     pub fn feed(&mut self, chunk: &[u8]) {
         if let Some(m) = model(self.encoding) {
             let mut acc = 0u64;
-            let mut memo = Memo::for_text(chunk.len());
+            let mut memo = Memo::keep(&mut self.memos[0], chunk.len());
             scan::scan_found(chunk, m.dialect, |f| {
                 let h = found_hash(&f, chunk);
-                acc += piece_cost(&mut lazy(&f), chunk, h, &m, memo.as_mut());
+                acc += piece_cost(&mut lazy(&f), chunk, h, &m, memo.as_deref_mut());
             });
             self.acc[0] += acc;
         } else {
-            let all = units_all(chunk);
+            let all = units_all(chunk, &mut self.memos);
             for (a, u) in self.acc.iter_mut().zip(all) {
                 *a += u;
             }
@@ -593,8 +613,8 @@ pub fn estimate_tokens(text: &[u8], encoding: Encoding) -> u64 {
 }
 
 /// Table units for cl100k, o200k, llama3 and qwen3 in two scans: the three cl100k-like
-/// encodings share one.
-fn units_all(text: &[u8]) -> [u64; 4] {
+/// encodings share one. `memos` are theirs, in that order.
+fn units_all(text: &[u8], memos: &mut [Option<Memo>; 4]) -> [u64; 4] {
     let [Some(cl), Some(o2), Some(ll), Some(qw)] = [
         Encoding::Cl100k,
         Encoding::O200k,
@@ -605,18 +625,24 @@ fn units_all(text: &[u8]) -> [u64; 4] {
         return [0; 4];
     };
     let (mut cl_units, mut ll_units, mut qw_units) = (0u64, 0u64, 0u64);
-    let [mut ma, mut mb, mut mc, mut mo] = [0; 4].map(|_| Memo::for_text(text.len()));
+    let [ma, mo, mb, mc] = memos;
+    let (mut ma, mut mo, mut mb, mut mc) = (
+        Memo::keep(ma, text.len()),
+        Memo::keep(mo, text.len()),
+        Memo::keep(mb, text.len()),
+        Memo::keep(mc, text.len()),
+    );
     scan::scan_found(text, Dialect::Cl100k, |f| {
         let h = found_hash(&f, text);
         let mut piece = lazy(&f);
-        cl_units += piece_cost(&mut piece, text, h, &cl, ma.as_mut());
-        ll_units += piece_cost(&mut piece, text, h, &ll, mb.as_mut());
-        qw_units += piece_cost(&mut piece, text, h, &qw, mc.as_mut());
+        cl_units += piece_cost(&mut piece, text, h, &cl, ma.as_deref_mut());
+        ll_units += piece_cost(&mut piece, text, h, &ll, mb.as_deref_mut());
+        qw_units += piece_cost(&mut piece, text, h, &qw, mc.as_deref_mut());
     });
     let mut o2_units = 0u64;
     scan::scan_found(text, Dialect::O200k, |f| {
         let h = found_hash(&f, text);
-        o2_units += piece_cost(&mut lazy(&f), text, h, &o2, mo.as_mut());
+        o2_units += piece_cost(&mut lazy(&f), text, h, &o2, mo.as_deref_mut());
     });
     [cl_units, o2_units, ll_units, qw_units]
 }
@@ -624,7 +650,7 @@ fn units_all(text: &[u8]) -> [u64; 4] {
 /// Estimates for cl100k, o200k, llama3 and qwen3 (in that order) in two scans.
 #[must_use]
 pub fn estimate_all(text: &[u8]) -> [u64; 4] {
-    units_all(text).map(to_tokens)
+    units_all(text, &mut [None, None, None, None]).map(to_tokens)
 }
 
 #[cfg(test)]
