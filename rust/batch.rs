@@ -23,20 +23,32 @@ pub fn estimate_batch(
     encoding: Encoding,
 ) -> Result<Vec<u64>, (usize, Surrogate)> {
     let total: usize = texts.iter().map(Text::size).sum();
-    let one = |(i, t): (usize, &Text<'_>)| t.estimate(encoding).map_err(|e| (i, e));
+    // The texts of a batch share the memo of split costs (a conversation repeats its words
+    // from message to message); each is counted and rounded on its own.
+    let one = |est: &mut Estimator, (i, t): (usize, &Text<'_>)| {
+        let fed = t.feed(est).map_err(|e| (i, e));
+        let tokens = est.take_tokens();
+        fed.map(|()| tokens)
+    };
     let parallel = texts.len() > 1 && total >= PARALLEL_THRESHOLD;
-    match parallel.then(pool).flatten() {
-        Some(pool) => pool.install(|| {
-            // Small items in runs so the scheduler's overhead stays below the scanning work.
-            texts
-                .par_iter()
-                .enumerate()
-                .with_min_len(16)
-                .map(one)
-                .collect()
-        }),
-        None => texts.iter().enumerate().map(one).collect(),
-    }
+    let Some(pool) = parallel.then(pool).flatten() else {
+        let mut est = Estimator::for_bytes(encoding, total);
+        return texts
+            .iter()
+            .enumerate()
+            .map(|item| one(&mut est, item))
+            .collect();
+    };
+    pool.install(|| {
+        // Small items in runs so the scheduler's overhead stays below the scanning work.
+        let share = total / pool.current_num_threads().max(1);
+        texts
+            .par_iter()
+            .enumerate()
+            .with_min_len(16)
+            .map_init(|| Estimator::for_bytes(encoding, share), one)
+            .collect()
+    })
 }
 
 /// The thread pool parallel estimates run on, built by this process.

@@ -550,6 +550,31 @@ impl Estimator {
         }
     }
 
+    /// A fresh estimate for `encoding` that will be given about `len` bytes in all, in
+    /// chunks or texts of any size: its memo of split costs is set up at once when that pays
+    /// (see [`Estimator::take_tokens`] for estimating many texts with one).
+    #[must_use]
+    pub fn for_bytes(encoding: Encoding, len: usize) -> Self {
+        let mut est = Self::new(encoding);
+        let fitted = if encoding == Encoding::Conservative {
+            4
+        } else {
+            1
+        };
+        for memo in &mut est.memos[..fitted] {
+            *memo = Memo::for_text(len);
+        }
+        est
+    }
+
+    /// The estimate so far, in whole tokens, and a fresh start for the next text (its memo
+    /// of split costs kept: many small texts share one).
+    pub fn take_tokens(&mut self) -> u64 {
+        let tokens = self.tokens();
+        self.acc = [0; 4];
+        tokens
+    }
+
     /// Adds the estimate of `chunk` (UTF-8 expected; invalid bytes cost one token each).
     pub fn feed(&mut self, chunk: &[u8]) {
         if let Some(m) = model(self.encoding) {
