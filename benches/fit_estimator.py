@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import functools
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -390,6 +391,15 @@ def _fit(
     if check:
         same = original == text
         same_filters = original_filters == filters
+        fitted_on = re.search(r"Corpus sha256 \(both splits\): ([0-9a-f]+)", original)
+        if not same and fitted_on and fitted_on.group(1) != corpus.digest(docs):
+            print(
+                "the corpus differs from the one rust/profiles.rs was fitted on (sha256 "
+                f"{fitted_on.group(1)[:16]}..., now {corpus.digest(docs)[:16]}...): its sources "
+                "include the installed packages, the stdlib, /usr/share/locale and the Rust docs; "
+                "on the same corpus the fit reproduces the file byte for byte",
+                file=sys.stderr,
+            )
         print(
             "rust/profiles.rs is up to date" if same else "rust/profiles.rs differs",
             file=sys.stderr,
