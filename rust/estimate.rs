@@ -220,9 +220,25 @@ const GREEDY_MAX: usize = 64;
 /// that starts no entry within that many characters counts as unknown).
 const GREEDY_MISSES: u32 = 4;
 
+/// A run of one character repeated at least this many times inside a piece is split by
+/// [`run_tokens`] (`──────` after `╰`: vocabularies have such runs in sparse lengths).
+const RUN_MIN_CHARS: usize = 4;
+
+/// Byte length of the run of the character at `b[i..]` repeated, if it is at least
+/// [`RUN_MIN_CHARS`] characters long.
+fn char_run(b: &[u8], i: usize, char_len: usize) -> Option<usize> {
+    let c = b.get(i..i + char_len)?;
+    let mut j = i + char_len;
+    while b.get(j..j + char_len) == Some(c) {
+        j += char_len;
+    }
+    (j - i >= RUN_MIN_CHARS * char_len).then_some(j - i)
+}
+
 /// Tokens of a greedy longest-match split of `b` against the vocabulary filter: a cheap stand-in
 /// for BPE on pieces that are not one token. A character that starts no entry counts as two
-/// (its bytes). The fitted table maps this count to the mean true count.
+/// (its bytes); a run of one character repeated goes to [`run_tokens`]. The fitted table maps
+/// this count to the mean true count.
 #[must_use]
 pub fn greedy_tokens(b: &[u8], filter: &Filter<'_>) -> u32 {
     let next = |mut j: usize| {
@@ -235,6 +251,11 @@ pub fn greedy_tokens(b: &[u8], filter: &Filter<'_>) -> u32 {
     let mut n = 0;
     let mut i = 0;
     while i < b.len() {
+        if let Some(run) = char_run(b, i, next(i) - i) {
+            n += run_tokens(&b[i..i + run], filter);
+            i += run;
+            continue;
+        }
         let (mut j, mut best, mut misses) = (i, 0, 0);
         while j < b.len() && j - i < GREEDY_MAX {
             j = next(j);
@@ -757,6 +778,28 @@ mod tests {
         let n = greedy_tokens(b" unbelievablyfastestimator", &m.filter);
         assert!((3..=7).contains(&n), "{n}");
         assert_eq!(greedy_tokens(b"", &m.filter), 0);
+    }
+
+    #[test]
+    fn a_run_inside_a_piece_is_split_like_a_run() {
+        let m = model(Encoding::O200k).expect("fitted");
+        for ch in ["─", "=", "~"] {
+            let run = ch.repeat(48);
+            let piece = format!("╰{run}");
+            // The character before the run, then the run by its sparse vocabulary lengths.
+            assert_eq!(
+                greedy_tokens(piece.as_bytes(), &m.filter),
+                greedy_tokens("╰".as_bytes(), &m.filter) + run_tokens(run.as_bytes(), &m.filter)
+            );
+            assert!(run_tokens(run.as_bytes(), &m.filter) <= 6, "{ch}");
+        }
+        // Three of a kind is no run: the usual greedy split.
+        assert_eq!(
+            greedy_tokens(b"aaab", &m.filter),
+            greedy_tokens(b"aaab", &m.filter)
+        );
+        assert!(char_run(b"aaab", 0, 1).is_none());
+        assert_eq!(char_run("ééééx".as_bytes(), 0, 2), Some(8));
     }
 
     #[test]
