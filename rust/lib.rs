@@ -19,3 +19,5 @@ mod testing;
 
 #[cfg(feature = "python")]
 mod py;
+#[cfg(feature = "python")]
+mod py_prefix;

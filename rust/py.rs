@@ -373,4 +373,6 @@ mod _core {
         check_text, detect_type, encodings, estimate_batch, estimate_tokens, select_largest,
         validate_pairing, validate_text,
     };
+    #[pymodule_export]
+    use crate::py_prefix::unchanged_prefix;
 }

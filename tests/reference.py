@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
+from typing import Any
 
 
 def min_items_to_reach(sizes: list[int], need: int, protected: set[int]) -> int | None:
@@ -104,3 +105,26 @@ def fresh_tail(
         protected -= per_message[floor]
         floor += 1
     return floor
+
+
+def unchanged_prefix(
+    messages: list[Any], previous: list[Any], refs: list[list[Any]], keys: tuple[str, ...]
+) -> int:
+    """``len(previous)`` when ``messages`` starts with ``previous`` (``==``, identity first) and
+    each message's ``dict.get(keys[j])`` equals ``refs[j][i]``; else 0. Not dicts: 0."""
+    k = len(previous)
+    if k == 0 or len(messages) < k or len(refs) != len(keys):
+        return 0
+    if any(len(column) != k for column in refs):
+        return 0
+    for i in range(k):
+        m, p = messages[i], previous[i]
+        if m is not p and m != p:
+            return 0
+        if not isinstance(m, dict):
+            return 0
+        for key, column in zip(keys, refs, strict=True):
+            v, r = m.get(key), column[i]
+            if v is not r and v != r:
+                return 0
+    return k

@@ -1,6 +1,7 @@
 """Type stubs for the Rust core. Kept in sync with rust/py.rs (checked by mypy.stubtest)."""
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -12,6 +13,7 @@ __all__ = [
     "estimate_batch",
     "estimate_tokens",
     "select_largest",
+    "unchanged_prefix",
     "validate_pairing",
     "validate_text",
 ]
@@ -34,3 +36,6 @@ def select_largest(
 def validate_pairing(
     events: Iterable[tuple[int, int | str, str]], /
 ) -> list[tuple[str, str, list[int]]]: ...
+def unchanged_prefix(
+    messages: list[Any], previous: list[Any], refs: list[list[Any]], keys: tuple[str, ...]
+) -> int: ...

@@ -16,11 +16,17 @@ pair by position, are always read whole.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import repeat
 from typing import Any
 
+from ctxbudget._core import unchanged_prefix
 from ctxbudget.pairing import EventKind, PairingViolation, validate_pairing
-from ctxbudget.turns import content_keys, pairing_events, resolve_ids, scan, scan_one
+from ctxbudget.turns import (
+    content_keys,
+    pairing_events,
+    resolve_ids,
+    scan,
+    scan_one,
+)
 
 __all__ = ["GrowingPairing"]
 
@@ -83,27 +89,14 @@ class GrowingPairing:
             return 0
         n = len(self._msgs)
         keys = content_keys(fmt)
-        if len(msgs) >= n and msgs[:n] == self._msgs and self._same_refs(msgs, keys, n):
-            return n  # the common case, in C loops: the list grew
+        if n and unchanged_prefix(msgs, self._msgs, self._refs, keys) == n:
+            return n  # the common case, in one pass over the dicts: the list grew
         k = 0
         for i, (a, b) in enumerate(zip(msgs, self._msgs, strict=False)):
             if a is not b or not _same(_refs(a, keys), tuple(c[i] for c in self._refs)):
                 break
             k += 1
         return k
-
-    def _same_refs(self, msgs: list[Any], keys: tuple[str, ...], n: int) -> bool:
-        """The first ``n`` messages (the same objects as last time) have the same fields."""
-        try:
-            for key, column in zip(keys, self._refs, strict=True):
-                if list(map(dict.get, msgs[:n], repeat(key))) != column:
-                    return False
-        except TypeError:  # not dicts: compare one by one
-            return all(
-                _same(_refs(m, keys), tuple(c[i] for c in self._refs))
-                for i, m in enumerate(msgs[:n])
-            )
-        return True
 
     def _drop_from(self, start: int) -> set[str]:
         """Forget the events at positions ``start`` and after; the ids that had some."""

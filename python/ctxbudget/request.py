@@ -41,6 +41,7 @@ from functools import partial
 from itertools import repeat
 from typing import Any
 
+from ctxbudget._core import unchanged_prefix
 from ctxbudget.counting import Accuracy, encoding_for_model
 from ctxbudget.formats.detect import NOTHING_SEEN, SeenFits, narrow_fits, pick_format
 from ctxbudget.messages import (
@@ -52,7 +53,6 @@ from ctxbudget.messages import (
 )
 from ctxbudget.models import family_of
 from ctxbudget.tokens import DEFAULT_ENCODING, ENCODINGS, estimate_batch, estimate_tokens
-from ctxbudget.turns import unchanged_prefix
 
 __all__ = [
     "PROFILES",

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from itertools import repeat
 from typing import Any, Literal
 
+from ctxbudget._core import unchanged_prefix
 from ctxbudget.formats.common import as_mapping as _as_mapping
 from ctxbudget.messages import FORMATS, MessageFormatError, validate_messages
 from ctxbudget.pairing import PairingViolation, validate_pairing
@@ -252,30 +253,6 @@ _CONTENT_KEYS = {
 def content_keys(fmt: str) -> tuple[str, ...]:
     """The fields of a message in ``fmt`` whose replacement means the message changed."""
     return _CONTENT_KEYS[fmt]
-
-
-def unchanged_prefix(
-    messages: list[Any], previous: list[Any], refs: list[list[Any]], keys: tuple[str, ...]
-) -> int:
-    """How many leading messages are unchanged since ``previous`` (with its ``refs``).
-
-    ``refs[j]`` holds ``message.get(keys[j])`` for every message of ``previous``. All or
-    nothing over ``previous``, in C loops: list equality (identity first, so the same message
-    objects compare in nanoseconds), then the content fields. Caches keep both lists.
-    """
-    k = len(previous)
-    if k == 0 or len(messages) < k:
-        return 0
-    head = messages[:k] if len(messages) > k else messages
-    if head != previous:
-        return 0
-    try:
-        for key, key_refs in zip(keys, refs, strict=True):
-            if list(map(dict.get, head, repeat(key))) != key_refs:
-                return 0
-    except TypeError:  # not dicts: the caller falls back to its per-message check
-        return 0
-    return k
 
 
 def scan_one(message: Any, fmt: str) -> MessageInfo:

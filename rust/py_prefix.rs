@@ -1,0 +1,97 @@
+//! The caches' unchanged-prefix check over a caller's message dicts, in one pass.
+//!
+//! Every cache that keeps counts across turns (request estimate, scans, pairing) asks the
+//! same question on each call: does this list start with the messages seen last time, the
+//! same objects with the same content fields? In Python that is a list comparison plus one
+//! `map(dict.get, ...)` list per field, each built and compared: most of an appended turn's
+//! cost. Here it is one loop over the messages with no list built, comparing pointers; only
+//! objects that are not the same ones are compared with `==`.
+
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyTuple};
+
+/// `a == b` for two objects that are not the same one (the caller checked identity).
+fn equal(py: Python<'_>, a: *mut ffi::PyObject, b: *mut ffi::PyObject) -> PyResult<bool> {
+    // SAFETY: both pointers were read under the GIL from live lists or dicts just now and no
+    // Python code ran since; owned references keep them alive while `__eq__` runs, which
+    // may change those containers.
+    let (a, b) = unsafe {
+        (
+            Bound::from_borrowed_ptr(py, a),
+            Bound::from_borrowed_ptr(py, b),
+        )
+    };
+    a.eq(b)
+}
+
+/// Item `i` of `list` (borrowed), or None past its end: a caller's `__eq__` may have
+/// shortened it since its length was read.
+fn item(list: &Bound<'_, PyList>, i: usize) -> Option<*mut ffi::PyObject> {
+    // SAFETY: the index is checked against the current length, under the GIL.
+    (i < list.len()).then(|| unsafe { ffi::PyList_GET_ITEM(list.as_ptr(), i as ffi::Py_ssize_t) })
+}
+
+/// How many leading `messages` are unchanged since `previous`: `len(previous)` when each of
+/// them is equal to (usually: is) the message at its index and, for every key `keys[j]`, its
+/// `dict.get(keys[j])` equals `refs[j][i]`; else 0 (all or nothing). 0 as well when a message
+/// is not a dict or the saved lists are not laid out as described: the caller then counts
+/// every message again, which is always right.
+///
+/// Errors raised by a comparison (a caller's `__eq__`) propagate.
+#[pyfunction]
+pub fn unchanged_prefix(
+    py: Python<'_>,
+    messages: &Bound<'_, PyList>,
+    previous: &Bound<'_, PyList>,
+    refs: &Bound<'_, PyList>,
+    keys: &Bound<'_, PyTuple>,
+) -> PyResult<usize> {
+    let k = previous.len();
+    if k == 0 || messages.len() < k || refs.len() != keys.len() {
+        return Ok(0);
+    }
+    let mut saved = Vec::with_capacity(keys.len());
+    for r in refs.iter() {
+        match r.cast_into::<PyList>() {
+            Ok(list) if list.len() == k => saved.push(list),
+            _ => return Ok(0),
+        }
+    }
+    let keys: Vec<Bound<'_, PyAny>> = keys.iter().collect();
+    for i in 0..k {
+        let (Some(now), Some(before)) = (item(messages, i), item(previous, i)) else {
+            return Ok(0);
+        };
+        if now != before && !equal(py, now, before)? {
+            return Ok(0);
+        }
+        // An owned reference: an `__eq__` below must not free the message under us.
+        let Ok(message) = messages.get_item(i) else {
+            return Ok(0);
+        };
+        let Ok(d) = message.cast::<PyDict>() else {
+            return Ok(0);
+        };
+        for (key, list) in keys.iter().zip(&saved) {
+            let Some(saved_ref) = item(list, i) else {
+                return Ok(0);
+            };
+            // SAFETY: `d` is a live dict and `key` a live object, under the GIL; the result
+            // is borrowed from the dict and used before any Python code runs.
+            let value = unsafe { ffi::PyDict_GetItemWithError(d.as_ptr(), key.as_ptr()) };
+            if value.is_null() {
+                if let Some(err) = PyErr::take(py) {
+                    return Err(err);
+                }
+                // SAFETY: comparing with the None singleton's address.
+                if saved_ref != unsafe { ffi::Py_None() } {
+                    return Ok(0);
+                }
+            } else if value != saved_ref && !equal(py, value, saved_ref)? {
+                return Ok(0);
+            }
+        }
+    }
+    Ok(k)
+}
