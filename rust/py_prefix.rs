@@ -13,9 +13,9 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 
 /// `a == b` for two objects that are not the same one (the caller checked identity).
 fn equal(py: Python<'_>, a: *mut ffi::PyObject, b: *mut ffi::PyObject) -> PyResult<bool> {
-    // SAFETY: both pointers were read under the GIL from live lists or dicts just now and no
-    // Python code ran since; owned references keep them alive while `__eq__` runs, which
-    // may change those containers.
+    // SAFETY: both pointers were read under the GIL from live lists or dicts, with no Python
+    // code run since; the owned references taken here keep them alive while `__eq__` runs,
+    // which may change those containers.
     let (a, b) = unsafe {
         (
             Bound::from_borrowed_ptr(py, a),
@@ -60,30 +60,31 @@ pub fn unchanged_prefix(
     }
     let keys: Vec<Bound<'_, PyAny>> = keys.iter().collect();
     for i in 0..k {
-        let (Some(now), Some(before)) = (item(messages, i), item(previous, i)) else {
+        // Owned: an `__eq__` below must not free the message under us.
+        let (Ok(message), Some(before)) = (messages.get_item(i), item(previous, i)) else {
             return Ok(0);
         };
-        if now != before && !equal(py, now, before)? {
+        if message.as_ptr() != before && !equal(py, message.as_ptr(), before)? {
             return Ok(0);
         }
-        // An owned reference: an `__eq__` below must not free the message under us.
-        let Ok(message) = messages.get_item(i) else {
-            return Ok(0);
-        };
         let Ok(d) = message.cast::<PyDict>() else {
             return Ok(0);
         };
         for (key, list) in keys.iter().zip(&saved) {
-            let Some(saved_ref) = item(list, i) else {
-                return Ok(0);
-            };
-            // SAFETY: `d` is a live dict and `key` a live object, under the GIL; the result
-            // is borrowed from the dict and used before any Python code runs.
+            // SAFETY: `d` is a live dict and `key` a live object, under the GIL. The lookup
+            // may run Python code (the `__eq__` of a key with the same hash), so the saved
+            // reference is read after it; the value is borrowed from the dict and compared
+            // before any Python code runs (`equal` takes references first).
             let value = unsafe { ffi::PyDict_GetItemWithError(d.as_ptr(), key.as_ptr()) };
             if value.is_null() {
                 if let Some(err) = PyErr::take(py) {
                     return Err(err);
                 }
+            }
+            let Some(saved_ref) = item(list, i) else {
+                return Ok(0);
+            };
+            if value.is_null() {
                 // SAFETY: comparing with the None singleton's address.
                 if saved_ref != unsafe { ffi::Py_None() } {
                     return Ok(0);

@@ -108,6 +108,33 @@ def test_an_eq_that_mutates_the_lists_is_survived() -> None:
     assert unchanged_prefix(messages, previous, refs, KEYS) == 0
 
 
+def test_a_key_whose_eq_mutates_the_lists_during_the_lookup_is_survived() -> None:
+    class Colliding:
+        """A dict key with the hash of "content": the lookup of "content" calls its ``==``."""
+
+        def __init__(self, victims: list[list[Any]]) -> None:
+            self.victims = victims
+
+        def __hash__(self) -> int:
+            return hash("content")
+
+        def __eq__(self, other: object) -> bool:
+            for victim in self.victims:
+                victim.clear()
+            return False
+
+    previous = _history(6)
+    odd_key = Colliding([])
+    odd = {odd_key: 0, **previous[3]}
+    messages = list(previous)
+    messages[3] = previous[3] = odd
+    refs = _refs(previous)
+    assert unchanged_prefix(messages, previous, refs, KEYS) == 6
+    odd_key.victims = [*refs, messages]
+    assert unchanged_prefix(messages, previous, refs, KEYS) == 0
+    assert refs == [[], [], []]  # the lookup did call that key's ==
+
+
 def test_an_eq_that_raises_propagates() -> None:
     class Broken:
         def __eq__(self, other: object) -> bool:
