@@ -124,7 +124,7 @@ def unchanged_prefix(
         if not isinstance(m, dict):
             return 0
         for key, column in zip(keys, refs, strict=True):
-            v, r = m.get(key), column[i]
+            v, r = dict.get(m, key), column[i]
             if v is not r and v != r:
                 return 0
     return k

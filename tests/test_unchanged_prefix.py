@@ -135,6 +135,32 @@ def test_a_key_whose_eq_mutates_the_lists_during_the_lookup_is_survived() -> Non
     assert refs == [[], [], []]  # the lookup did call that key's ==
 
 
+def test_a_saved_reference_freed_during_the_lookup_is_not_used() -> None:
+    """A colliding key's ``==`` replaces the saved reference (its last reference) while the
+    "content" lookup runs: a saved reference read before the lookup would be freed memory."""
+    armed = False
+
+    class Colliding:
+        def __hash__(self) -> int:
+            return hash("content")
+
+        def __eq__(self, other: object) -> bool:
+            nonlocal armed
+            if armed:
+                armed = False
+                refs[0][0] = "y" * 300
+                _ = [str(i) * 50 for i in range(5000)]  # reuse the freed memory
+            return False
+
+    message: dict[Any, Any] = {Colliding(): 1}  # probed before "content"
+    message["content"] = "x" * 300
+    refs = [["".join(["x"] * 300)]]  # equal to the content, and a distinct object
+    assert unchanged_prefix([message], [message], refs, ("content",)) == 1
+    refs = [["".join(["x"] * 300)]]
+    armed = True
+    assert unchanged_prefix([message], [message], refs, ("content",)) == 0
+
+
 def test_an_eq_that_raises_propagates() -> None:
     class Broken:
         def __eq__(self, other: object) -> bool:
