@@ -14,7 +14,9 @@ the guard's own work, at two windows:
   for it.
 
 Each guard has seen the conversation at 598 and 600 messages (a loop under way, calibrated);
-the timed call sends it with one message appended.
+each timed call sends one message more than the call before (``growing`` in
+``bench_request.py``): the cost per turn of a loop, in the state that loop leaves the caches
+and the garbage collector in.
 Measured in the same run, as baselines: a :class:`~ctxbudget.request.RequestEstimator` and a
 :class:`~ctxbudget.prune.Pruner` after the same append (the guard runs both, and more).
 
@@ -27,12 +29,12 @@ from typing import Any
 
 import pytest
 
-from benches.bench_request import CONVERSATION, TOOLS
+from benches.bench_request import CONVERSATION, TOOLS, growing
 from ctxbudget import ContextGuard, GuardedRequest, Pruner, RequestEstimator
 
 MODEL = "gpt-4.1"
-NEXT = {"role": "assistant", "content": "The tests pass now; submitting the patch."}
-APPENDED = [*CONVERSATION, NEXT]
+#: Timed turns per benchmark.
+ROUNDS = 200
 _LOST_AT = next(i for i, m in enumerate(CONVERSATION) if i > 100 and m["role"] == "tool")
 #: The conversation with one tool result missing in the middle.
 LOST = CONVERSATION[:_LOST_AT] + CONVERSATION[_LOST_AT + 1 :]
@@ -54,24 +56,26 @@ def send(request: GuardedRequest) -> dict[str, Any]:
     return {"usage": {"prompt_tokens": request.input_tokens}}
 
 
+def _guard(window: int, history: list[dict[str, Any]], **kwargs: Any) -> ContextGuard:
+    """A guard in a loop under way: it has sent ``history`` without its last two messages,
+    then ``history`` (calibrated, caches filled)."""
+    guard = ContextGuard(MODEL, window=window)
+    guard.send(send, history[:-2], **kwargs)
+    guard.send(send, history, **kwargs)
+    return guard
+
+
 @pytest.mark.parametrize("case", list(CASES))
 def test_guard_append(benchmark: Any, case: str) -> None:
-    guard: ContextGuard | None = None
     window, history = CASES[case]
+    guard = _guard(window, history, tools=TOOLS)
+    turns = growing(history)
 
     def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
-        nonlocal guard
-        guard = ContextGuard(MODEL, window=window)
-        guard.send(send, history[:-2], tools=TOOLS)  # a loop under way: two turns seen
-        guard.send(send, history, tools=TOOLS)
-        return (send, [*history, NEXT]), {"tools": TOOLS}
-
-    def turn(*args: Any, **kwargs: Any) -> Any:
-        assert guard is not None
-        return guard.send(*args, **kwargs)
+        return (send, turns()), {"tools": TOOLS}
 
     benchmark.group = f"guard-600msg-{case}"
-    result = benchmark.pedantic(turn, setup=setup, rounds=50, iterations=1)
+    result = benchmark.pedantic(guard.send, setup=setup, rounds=ROUNDS, iterations=1)
     assert result.usage_recorded
     benchmark.extra_info["input_tokens"] = result.request.input_tokens
 
@@ -80,42 +84,37 @@ def test_guard_append(benchmark: Any, case: str) -> None:
 def test_pruner_append_baseline(benchmark: Any, case: str) -> None:
     window, history = CASES[case]
     pruner = Pruner(window, model=MODEL)
+    pruner.prune(history, tools=TOOLS)
+    turns = growing(history)
 
     def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
-        pruner.prune(history, tools=TOOLS)
-        return ([*history, NEXT],), {"tools": TOOLS}
+        return (turns(),), {"tools": TOOLS}
 
     benchmark.group = f"guard-600msg-{case}"
-    result = benchmark.pedantic(pruner.prune, setup=setup, rounds=50, iterations=1)
+    result = benchmark.pedantic(pruner.prune, setup=setup, rounds=ROUNDS, iterations=1)
     assert result.fits
 
 
 def test_guard_append_without_tool_calls(benchmark: Any) -> None:
     """The plain conversation at 1M: the format is narrowed from what was appended."""
-    guard: ContextGuard | None = None
+    guard = _guard(CASES["fits"][0], PLAIN)
+    turns = growing(PLAIN)
 
     def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
-        nonlocal guard
-        guard = ContextGuard(MODEL, window=CASES["fits"][0])
-        guard.send(send, PLAIN[:-2])
-        guard.send(send, PLAIN)
-        return (send, [*PLAIN, NEXT]), {}
-
-    def turn(*args: Any) -> Any:
-        assert guard is not None
-        return guard.send(*args)
+        return (send, turns()), {}
 
     benchmark.group = "guard-600msg-plain"
-    result = benchmark.pedantic(turn, setup=setup, rounds=50, iterations=1)
+    result = benchmark.pedantic(guard.send, setup=setup, rounds=ROUNDS, iterations=1)
     assert result.usage_recorded
 
 
 def test_estimator_append_baseline(benchmark: Any) -> None:
     estimator = RequestEstimator(MODEL)
+    estimator.estimate(CONVERSATION, tools=TOOLS)
+    turns = growing(CONVERSATION)
 
     def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
-        estimator.estimate(CONVERSATION, tools=TOOLS)
-        return (APPENDED,), {"tools": TOOLS}
+        return (turns(),), {"tools": TOOLS}
 
     benchmark.group = "guard-600msg-fits"
-    benchmark.pedantic(estimator.estimate, setup=setup, rounds=50, iterations=1)
+    benchmark.pedantic(estimator.estimate, setup=setup, rounds=ROUNDS, iterations=1)

@@ -5,7 +5,7 @@ tool calls and outputs from ``../shared/data/trajectories`` when present). At a 
 it does not fit (~350k tokens), so most old outputs become stubs. Measured in the same run:
 
 - ``pruner_append``: the per-turn cost in an agent loop: a :class:`ctxbudget.prune.Pruner`
-  that pruned the 600 messages prunes again after one appended message (its caches make
+  that pruned the 600 messages is given one more message each round (its caches make
   this cost about the new message: the stubs are the same objects, the view's estimate
   re-counts only what changed);
 - ``pruner_same``: the same list again (nothing new);
@@ -20,13 +20,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from benches.bench_request import CONVERSATION, TOOLS
+from benches.bench_request import CONVERSATION, TOOLS, growing
 from ctxbudget.prune import Pruner, prune
 from ctxbudget.request import estimate_request
 
 WINDOW = 128_000
 MODEL = "gpt-4o"
-NEXT = {"role": "assistant", "content": "The tests pass now; submitting the patch."}
 
 
 def test_shape() -> None:
@@ -37,11 +36,11 @@ def test_shape() -> None:
 
 def test_pruner_append(benchmark: Any) -> None:
     pruner = Pruner(WINDOW, model=MODEL)
-    appended = [*CONVERSATION, NEXT]
+    pruner.prune(CONVERSATION, tools=TOOLS)
+    turns = growing(CONVERSATION)
 
     def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
-        pruner.prune(CONVERSATION, tools=TOOLS)
-        return (appended,), {"tools": TOOLS}
+        return (turns(),), {"tools": TOOLS}
 
     benchmark.group = "prune-600msg"
     result = benchmark.pedantic(pruner.prune, setup=setup, rounds=200, iterations=1)

@@ -5,8 +5,9 @@ task, then assistant tool calls and tool results taken from those runs), or synt
 same way when the shared data is absent. Measured in the same run:
 
 - ``cold``: :func:`ctxbudget.estimate_request` from the caller's dicts, nothing cached;
-- ``append``: a :class:`ctxbudget.request.RequestEstimator` that has seen the 600 messages
-  re-estimates after one more message (only that message is counted);
+- ``append``: the per-turn cost in a loop under way: a :class:`ctxbudget.request.RequestEstimator`
+  that estimated the 600 messages is given one more message each round (only that message
+  is counted; see :func:`growing`);
 - ``append_without_tool_calls``: the same with the texts as plain turns, which no message
   tells the format of;
 - ``langchain_count_tokens_approximately`` (baseline): LangChain's chars/4 over messages
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -106,6 +108,24 @@ def build_conversation() -> list[dict[str, Any]]:
 
 CONVERSATION = build_conversation()
 NEXT = {"role": "assistant", "content": "The tests pass now; submitting the patch."}
+
+
+def growing(history: list[dict[str, Any]]) -> Callable[[], list[dict[str, Any]]]:
+    """Turns of a loop under way: each call returns the list the call before returned, plus
+    one new message (the first call: ``history`` plus one). A benchmark that times one call
+    per turn on these measures what an agent loop pays per turn, with the caches and the
+    garbage collector in the state that loop leaves them in."""
+    current = list(history)
+
+    def next_turn() -> list[dict[str, Any]]:
+        nonlocal current
+        turn = {"role": "assistant", "content": f"Turn {len(current)}: {NEXT['content']}"}
+        current = [*current, turn]
+        return current
+
+    return next_turn
+
+
 SIZE = sum(len((m.get("content") or "").encode()) for m in CONVERSATION)
 
 
@@ -123,15 +143,18 @@ def test_cold(benchmark: Any) -> None:
 
 def test_append(benchmark: Any) -> None:
     estimator = RequestEstimator("gpt-4o")
-    appended = [*CONVERSATION, NEXT]
+    estimator.estimate(CONVERSATION, tools=TOOLS)
+    turns = growing(CONVERSATION)
+    sent: list[dict[str, Any]] = []
 
     def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
-        estimator.estimate(CONVERSATION, tools=TOOLS)
-        return (appended,), {"tools": TOOLS}
+        nonlocal sent
+        sent = turns()
+        return (sent,), {"tools": TOOLS}
 
     benchmark.group = "request-600msg-append"
     est = benchmark.pedantic(estimator.estimate, setup=setup, rounds=200, iterations=1)
-    assert est.total == estimate_request(appended, tools=TOOLS, model="gpt-4o").total
+    assert est.total == estimate_request(sent, tools=TOOLS, model="gpt-4o").total
     benchmark.extra_info["tokens"] = est.total
 
 
@@ -142,15 +165,18 @@ def test_append_without_tool_calls(benchmark: Any) -> None:
         for i, m in enumerate(CONVERSATION)
     ]
     estimator = RequestEstimator("gpt-4o")
-    appended = [*plain, NEXT]
+    estimator.estimate(plain)
+    turns = growing(plain)
+    sent: list[dict[str, Any]] = []
 
     def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
-        estimator.estimate(plain)
-        return (appended,), {}
+        nonlocal sent
+        sent = turns()
+        return (sent,), {}
 
     benchmark.group = "request-600msg-append-plain"
     est = benchmark.pedantic(estimator.estimate, setup=setup, rounds=200, iterations=1)
-    assert est.total == estimate_request(appended, model="gpt-4o").total
+    assert est.total == estimate_request(sent, model="gpt-4o").total
     benchmark.extra_info["tokens"] = est.total
 
 
