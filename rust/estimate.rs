@@ -576,6 +576,25 @@ pub fn model(encoding: Encoding) -> Option<Model> {
     })
 }
 
+/// Table units of `text` in the one encoding `m` (one scan in its dialect).
+#[allow(clippy::inline_always)] // hot path; measurably faster inlined
+#[inline(always)]
+fn units(text: &[u8], m: &Model, mut memo: Option<&mut Memo>) -> u64 {
+    let mut acc = 0u64;
+    scan::scan_found(text, m.dialect, |f| {
+        let h = found_hash(&f, text);
+        acc += piece_cost(
+            &mut lazy(&f),
+            text,
+            (f.start, f.end),
+            h,
+            m,
+            memo.as_deref_mut(),
+        );
+    });
+    acc
+}
+
 /// A running estimate over text fed in pieces that end at pre-token boundaries (see
 /// [`units`](crate::units) for how such boundaries are found); one chunk is one text.
 #[derive(Debug, Clone)]
@@ -627,20 +646,8 @@ impl Estimator {
     /// Adds the estimate of `chunk` (UTF-8 expected; invalid bytes cost one token each).
     pub fn feed(&mut self, chunk: &[u8]) {
         if let Some(m) = model(self.encoding) {
-            let mut acc = 0u64;
-            let mut memo = Memo::keep(&mut self.memos[0], chunk.len());
-            scan::scan_found(chunk, m.dialect, |f| {
-                let h = found_hash(&f, chunk);
-                acc += piece_cost(
-                    &mut lazy(&f),
-                    chunk,
-                    (f.start, f.end),
-                    h,
-                    &m,
-                    memo.as_deref_mut(),
-                );
-            });
-            self.acc[0] += acc;
+            let memo = Memo::keep(&mut self.memos[0], chunk.len());
+            self.acc[0] += units(chunk, &m, memo);
         } else {
             let all = units_all(chunk, &mut self.memos);
             for (a, u) in self.acc.iter_mut().zip(all) {
@@ -707,7 +714,7 @@ fn units_all(text: &[u8], memos: &mut [Option<Memo>; 4]) -> [u64; 4] {
     };
     let (mut cl_units, mut ll_units, mut qw_units) = (0u64, 0u64, 0u64);
     let [ma, mo, mb, mc] = memos;
-    let (mut ma, mut mo, mut mb, mut mc) = (
+    let (mut ma, mo, mut mb, mut mc) = (
         Memo::keep(ma, text.len()),
         Memo::keep(mo, text.len()),
         Memo::keep(mb, text.len()),
@@ -721,19 +728,7 @@ fn units_all(text: &[u8], memos: &mut [Option<Memo>; 4]) -> [u64; 4] {
         ll_units += piece_cost(&mut piece, text, span, h, &ll, mb.as_deref_mut());
         qw_units += piece_cost(&mut piece, text, span, h, &qw, mc.as_deref_mut());
     });
-    let mut o2_units = 0u64;
-    scan::scan_found(text, Dialect::O200k, |f| {
-        let h = found_hash(&f, text);
-        o2_units += piece_cost(
-            &mut lazy(&f),
-            text,
-            (f.start, f.end),
-            h,
-            &o2,
-            mo.as_deref_mut(),
-        );
-    });
-    [cl_units, o2_units, ll_units, qw_units]
+    [cl_units, units(text, &o2, mo), ll_units, qw_units]
 }
 
 /// Estimates for cl100k, o200k, llama3 and qwen3 (in that order) in two scans.
