@@ -46,8 +46,18 @@ def test_str_and_bytes_agree(text: str) -> None:
 
 @pytest.mark.parametrize("text", SAMPLES)
 def test_conservative_is_never_below_any_encoding(text: str) -> None:
+    # above cl100k and qwen3 by construction; above o200k and llama3 by its fitted margin
     conservative = estimate_tokens(text, "conservative")
     assert all(conservative >= estimate_tokens(text, e) for e in ENCODINGS)
+
+
+@given(st.text(max_size=400))
+def test_conservative_is_above_cl100k_and_qwen3(text: str) -> None:
+    conservative = estimate_tokens(text.encode("utf-8", "surrogatepass"), "conservative")
+    for encoding in ("cl100k", "qwen3"):
+        count = estimate_tokens(text.encode("utf-8", "surrogatepass"), encoding)
+        assert conservative >= count
+        assert conservative > count or count == 0
 
 
 def test_default_encoding_is_used() -> None:

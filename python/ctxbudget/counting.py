@@ -280,8 +280,8 @@ def encoding_for_model(model: str) -> str:
     its base model. OpenAI models map to their real encodings (o200k or cl100k), Llama 3.x to
     ``llama3``, Qwen 2/2.5/3 to ``qwen3``.
     Models whose tokenizer we cannot count against here (Claude, Gemini, DeepSeek, Mistral,
-    Llama 4, ...) get ``conservative``: never below any of the four, so a budget built on it is
-    safe.
+    Llama 4, ...) get ``conservative``: above all four tokenizers on the fitting corpus (never
+    more than 1% under the largest of their counts), so a budget built on it is safe.
 
     >>> encoding_for_model("gpt-4o-mini"), encoding_for_model("gpt-4-turbo")
     ('o200k', 'cl100k')

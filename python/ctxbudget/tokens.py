@@ -17,7 +17,9 @@ __all__ = ["DEFAULT_ENCODING", "ENCODINGS", "estimate_batch", "estimate_tokens"]
 #: Encoding used when none is given.
 DEFAULT_ENCODING = "o200k"
 
-#: Every encoding the estimator has tables for. ``conservative`` is never below any other.
+#: Every encoding the estimator has tables for. ``conservative`` is the larger of the cl100k
+#: and qwen3 estimates raised by a fitted margin, which keeps it above all four tokenizers on
+#: the fitting corpus (never more than 1% under the largest true count).
 ENCODINGS: tuple[str, ...] = tuple(_core.encodings())
 
 
