@@ -1,21 +1,23 @@
 """Fits the token-estimator tables (rust/profiles.rs) against the real tokenizers, and reports.
 
     python benches/fit_estimator.py            # fit, write rust/profiles.rs, report
-    python benches/fit_estimator.py --check    # fit, fail if rust/profiles.rs would change
+    python benches/fit_estimator.py --check    # fit, fail if a generated file would change
     python benches/fit_estimator.py --report   # evaluate the current tables on the eval split
     python benches/fit_estimator.py --bench    # single-thread MB/s per class (release build)
     python benches/fit_estimator.py --bench-scan  # the pre-tokenizer alone: bit masks vs bytes
 
-How: first the vocabulary filters (rust/vocab_filters.bin): every entry of each oracle's
-vocabulary that the scanner emits as one piece goes into that encoding's Bloom filter (built by
-the helper, so the hash is the estimator's own). Then the corpus (benches/estimator/corpus.py)
+How: first what each character costs alone (rust/char_costs.bin, from the oracles), and the
+vocabulary filters (rust/vocab_filters.bin): every entry of each oracle's vocabulary that the
+scanner emits as one piece goes into that encoding's Bloom filter (built by the helper, so the
+hash is the estimator's own). Then the corpus (benches/estimator/corpus.py)
 is cut into documents; the helper binary (benches/estimator, which compiles rust/scan.rs,
 rust/estimate.rs, rust/vocab.rs and rust/profiles.rs as they are) splits every fit document into
 pieces exactly as the estimator does and reports each piece's table cell (pieces in the filter
 are costed one token and not fitted; the others by kind/features and greedy split count); the
 oracle tokenizer (quicktok) counts the tokens of every distinct piece; a cell's value is the mean
 tokens of its pieces, shrunk towards coarser groups when it has few samples. Last, the
-conservative margin. Oracles are development-only and need no network.
+conservative margin, fitted against the largest of the four true counts. Oracles are
+development-only and need no network.
 """
 
 from __future__ import annotations
@@ -252,7 +254,8 @@ def render(
     out.append('pub static CHAR_COSTS: &[u8] = include_bytes!("char_costs.bin");')
     out.append("")
     out.append(
-        f"/// `conservative` = the larger of the cl100k and qwen3 estimates * this / {UNITS}."
+        f"/// `conservative` = the largest of its three estimates (see `estimate.rs`) * this / "
+        f"{UNITS}."
     )
     out.append(f"pub static CONSERVATIVE_MARGIN: u16 = {margin};")
     out.append("")
@@ -290,8 +293,8 @@ def fit(check: bool) -> int:
     original = PROFILES.read_text() if PROFILES.exists() else None
     original_filters = FILTERS.read_bytes() if FILTERS.exists() else None
     original_costs = CHAR_COSTS.read_bytes() if CHAR_COSTS.exists() else None
+    costs = char_costs()  # before anything is overwritten: it needs every oracle
     FILTERS.write_bytes(b"")
-    costs = char_costs()
     CHAR_COSTS.write_bytes(costs)
     PROFILES.write_text(
         render({}, None, ["Provisional tables (fit in progress)."], rare).replace(
@@ -493,13 +496,14 @@ def fit_margin(
     top = np.max(
         np.stack([count(oracle(q), texts).astype(np.float64) for _, q, _, _ in ENCODINGS]), axis=0
     )
-    # conservative is made from the cl100k and qwen3 estimates (one scan, see estimate.rs)
-    est = np.max(ours[:, [EST_ORDER.index("cl100k"), EST_ORDER.index("qwen3")]], axis=1)
+    # what conservative raises by the margin (see `units_conservative` in estimate.rs): the
+    # provisional tables have a margin of one, so it is conservative less the added tokens
+    est = ours[:, EST_ORDER.index("conservative")] - CONSERVATIVE_EXTRA
     need = ((1 - CONSERVATIVE_SLACK) * top - CONSERVATIVE_EXTRA) / np.maximum(est, 1)
     margin = max(UNITS, int(np.ceil(float(np.max(need)) * UNITS)))
     note = [
-        f"Conservative = max(cl100k, qwen3 estimates) * {margin}/{UNITS} + {CONSERVATIVE_EXTRA}: "
-        "the smallest margin",
+        f"Conservative = max(cl100k, qwen3, o200k stand-in) * {margin}/{UNITS} + "
+        f"{CONSERVATIVE_EXTRA}: the smallest margin",
         f"keeping every fit document at most {CONSERVATIVE_SLACK:.0%} below the largest of the "
         "four true counts.",
     ]

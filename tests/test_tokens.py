@@ -45,10 +45,34 @@ def test_str_and_bytes_agree(text: str) -> None:
 
 
 @pytest.mark.parametrize("text", SAMPLES)
-def test_conservative_is_never_below_any_encoding(text: str) -> None:
+def test_conservative_is_above_every_estimate_on_samples(text: str) -> None:
     # above cl100k and qwen3 by construction; above o200k and llama3 by its fitted margin
     conservative = estimate_tokens(text, "conservative")
     assert all(conservative >= estimate_tokens(text, e) for e in ENCODINGS)
+
+
+JS = """const el = document.getElementById("appRoot");
+el.addEventListener("click", (evt) => { evt.preventDefault(); fetchUserData(evt.target.id); });
+window.requestAnimationFrame(() => updateLayoutState({ isVisible: true, scrollTop: 0 }));
+"""
+
+
+@pytest.mark.parametrize("text", [JS * 50, " iPhone GitHub setTimeout isNaN macOS" * 200])
+def test_conservative_covers_o200k_splitting_camel_case(text: str) -> None:
+    # o200k starts a new piece at each lower -> upper case change (`set` + `Timeout`), which
+    # costs it far more than cl100k or qwen3 on such text
+    assert estimate_tokens(text, "conservative") >= estimate_tokens(text, "o200k")
+
+
+def test_conservative_is_above_every_estimate_on_random_text() -> None:
+    rng = np.random.default_rng(11)
+    alphabet = np.array(
+        list("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_ .,(){}:='\"\n")
+    )
+    for _ in range(2000):
+        text = "".join(rng.choice(alphabet, size=int(rng.choice([5, 20, 100, 1000]))))
+        conservative = estimate_tokens(text, "conservative")
+        assert all(conservative >= estimate_tokens(text, e) for e in ENCODINGS), text
 
 
 @given(st.text(max_size=400))

@@ -280,8 +280,9 @@ def encoding_for_model(model: str) -> str:
     its base model. OpenAI models map to their real encodings (o200k or cl100k), Llama 3.x to
     ``llama3``, Qwen 2/2.5/3 to ``qwen3``.
     Models whose tokenizer we cannot count against here (Claude, Gemini, DeepSeek, Mistral,
-    Llama 4, ...) get ``conservative``: above all four tokenizers on the fitting corpus (never
-    more than 1% under the largest of their counts), so a budget built on it is safe.
+    Llama 4, ...) get ``conservative``: fitted to count at least as many tokens as the largest
+    of the four (at most 1% under it on the fitting corpus, never under it on the evaluation
+    files), so a budget built on it has room to spare.
 
     >>> encoding_for_model("gpt-4o-mini"), encoding_for_model("gpt-4-turbo")
     ('o200k', 'cl100k')
