@@ -213,14 +213,6 @@ impl Window<'_> {
         self.m.digit & (1u64 << start) != 0
     }
 
-    /// Whether the bytes `s..e` hold a lower-case letter followed by an upper-case one (where
-    /// o200k starts a new piece and cl100k does not).
-    #[inline]
-    pub(crate) fn case_change(&self, s: u32, e: u32) -> bool {
-        let changes = self.m.upper & (self.m.lower << 1);
-        changes & span((s + 1).min(e), e) != 0
-    }
-
     /// The piece `s..e` of the window at text offset `base`.
     #[allow(clippy::inline_always)] // hot path; measurably faster inlined
     #[inline(always)]

@@ -915,25 +915,6 @@ impl<'a> Found<'a> {
         }
     }
 
-    /// Whether the piece holds an ASCII lower-case letter followed by an upper-case one:
-    /// where o200k's pre-tokenizer starts a new piece and cl100k's does not. `text` is the
-    /// text the piece was found in.
-    #[allow(clippy::inline_always)] // hot path; measurably faster inlined
-    #[inline(always)]
-    #[must_use]
-    pub fn case_change(&self, text: &[u8]) -> bool {
-        match &self.how {
-            How::Window(win, start, _) => {
-                win.case_change(*start, *start + (self.end - self.start) as u32)
-            }
-            How::Ready(_) => text
-                .get(self.start..self.end)
-                .unwrap_or_default()
-                .windows(2)
-                .any(|w| w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase()),
-        }
-    }
-
     /// For a piece found in a window (ASCII, under 64 bytes): whether it is a digit run.
     #[inline]
     #[must_use]

@@ -281,8 +281,8 @@ def encoding_for_model(model: str) -> str:
     ``llama3``, Qwen 2/2.5/3 to ``qwen3``.
     Models whose tokenizer we cannot count against here (Claude, Gemini, DeepSeek, Mistral,
     Llama 4, ...) get ``conservative``: fitted to count at least as many tokens as the largest
-    of the four (at most 1% under it on the fitting corpus, never under it on the evaluation
-    files), so a budget built on it has room to spare.
+    of the four (never under it on the evaluation files), so a budget built on it has room to
+    spare.
 
     >>> encoding_for_model("gpt-4o-mini"), encoding_for_model("gpt-4-turbo")
     ('o200k', 'cl100k')
