@@ -213,6 +213,12 @@ impl Window<'_> {
         self.m.digit & (1u64 << start) != 0
     }
 
+    /// The window's digits, one bit per byte.
+    #[inline]
+    pub(crate) fn digit_bits(&self) -> u64 {
+        self.m.digit
+    }
+
     /// The piece `s..e` of the window at text offset `base`.
     #[allow(clippy::inline_always)] // hot path; measurably faster inlined
     #[inline(always)]
@@ -399,18 +405,60 @@ fn starts(win: &mut Window<'_>, t: &[u8], base: usize, dialect: Dialect) -> u64 
     s & below(certain + 1)
 }
 
-/// Emits the pieces of `text` from `at` (a piece start) that one window settles and returns
-/// where the next piece starts; returns `at` when the window settles none (non-ASCII text
-/// ahead, or one run of a class longer than the window).
+/// The pieces one window settles: they start at the set bits of `starts` (bit 0, the window's
+/// first byte, included) and each ends where the next starts; the last set bit starts the
+/// first piece the window leaves to the next.
+pub struct Settled<'a> {
+    /// The classified window (for the features of its pieces).
+    pub win: Window<'a>,
+    /// Text offset of the window's first byte.
+    pub at: usize,
+    /// Piece starts, relative to `at`: at least two bits.
+    pub starts: u64,
+}
+
+impl Settled<'_> {
+    /// Where the first piece this window leaves starts, relative to `at`.
+    #[inline]
+    #[must_use]
+    pub fn end(&self) -> u32 {
+        self.starts.checked_ilog2().unwrap_or(0)
+    }
+
+    /// The settled pieces as `(start, end)` bits, in order.
+    #[inline]
+    pub fn pieces(&self) -> impl Iterator<Item = (u32, u32)> {
+        let mut rest = self.starts & !1;
+        let mut start = 0;
+        std::iter::from_fn(move || {
+            if rest == 0 {
+                return None;
+            }
+            let end = rest.trailing_zeros();
+            rest &= rest - 1;
+            Some((std::mem::replace(&mut start, end), end))
+        })
+    }
+
+    /// The piece `start..end` (bits) as the scanner reports it.
+    #[inline]
+    #[must_use]
+    pub fn found(&self, start: u32, end: u32, dialect: Dialect) -> Found<'_> {
+        Found::in_window(&self.win, self.at, start, end, dialect)
+    }
+}
+
+/// Classifies the window of `text` that starts at `at` (a piece start) and settles its
+/// pieces; `None` when it settles none (non-ASCII text ahead, or one run of a class longer
+/// than the window). `pad` holds the window when the text ends inside it.
 #[allow(clippy::inline_always)] // hot path; measurably faster inlined
 #[inline(always)]
-pub fn window<F: FnMut(Found<'_>)>(
-    text: &[u8],
+pub fn settle<'a>(
+    text: &'a [u8],
     at: usize,
     dialect: Dialect,
-    emit: &mut F,
-) -> usize {
-    let pad: [u8; WIDTH];
+    pad: &'a mut [u8; WIDTH],
+) -> Option<Settled<'a>> {
     let full = text
         .get(at..at + WIDTH)
         .and_then(|s| <&[u8; WIDTH]>::try_from(s).ok());
@@ -418,32 +466,22 @@ pub fn window<F: FnMut(Found<'_>)>(
         full
     } else {
         let rest = text.get(at..).unwrap_or_default();
-        let mut padded = [0x80u8; WIDTH];
-        padded[..rest.len()].copy_from_slice(rest);
-        pad = padded;
-        &pad
+        pad.fill(0x80);
+        pad[..rest.len()].copy_from_slice(rest);
+        pad
     };
     if high_bytes(bytes).trailing_zeros() < MIN_ASCII {
-        return at;
+        return None;
     }
-    let masks = masks(bytes);
     let mut win = Window {
         w: bytes,
-        m: masks,
+        m: masks(bytes),
         letter: 0,
         punct: 0,
         tail: 0,
     };
     let starts = starts(&mut win, text, at, dialect);
-    let mut rest = starts & !1;
-    let mut start = 0;
-    while rest != 0 {
-        let end = rest.trailing_zeros();
-        emit(Found::in_window(&win, at, start, end, dialect));
-        start = end;
-        rest &= rest - 1;
-    }
-    at + start as usize
+    (starts & !1 != 0).then_some(Settled { win, at, starts })
 }
 
 #[cfg(test)]

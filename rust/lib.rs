@@ -13,6 +13,7 @@ pub mod select;
 pub mod text;
 pub mod units;
 pub mod vocab;
+mod window_cost;
 
 #[cfg(test)]
 mod testing;

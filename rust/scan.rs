@@ -958,6 +958,30 @@ pub fn scan<F: FnMut(Piece)>(text: &[u8], dialect: Dialect, mut emit: F) {
 /// [`scan`], with each piece's features built only when the caller asks ([`Found::piece`]).
 #[inline]
 pub fn scan_found<F: FnMut(Found<'_>)>(text: &[u8], dialect: Dialect, mut emit: F) {
+    scan_steps(text, dialect, |step| match step {
+        Step::Window(settled) => {
+            for (start, end) in settled.pieces() {
+                emit(settled.found(start, end, dialect));
+            }
+        }
+        Step::Piece(found) => emit(found),
+    });
+}
+
+/// What [`scan_steps`] hands over: the pieces of a whole window at once, or one piece of the
+/// byte scanner.
+pub enum Step<'s, 'a> {
+    /// The pieces one 64-byte ASCII window settles.
+    Window(&'s blocks::Settled<'a>),
+    /// A piece the byte scanner found.
+    Piece(Found<'a>),
+}
+
+/// [`scan_found`], handing over the pieces of each window together (callers that treat a
+/// window's pieces as a batch) and the byte scanner's one by one, in text order.
+#[allow(clippy::inline_always)] // hot path; measurably faster inlined
+#[inline(always)]
+pub fn scan_steps<F: FnMut(Step<'_, '_>)>(text: &[u8], dialect: Dialect, mut step: F) {
     let sc = Scanner { t: text, dialect };
     let mut i = 0;
     // Where windows are tried again after one settled nothing: past non-ASCII text the byte
@@ -965,16 +989,17 @@ pub fn scan_found<F: FnMut(Found<'_>)>(text: &[u8], dialect: Dialect, mut emit: 
     let mut ascii_from = 0;
     while i < text.len() {
         if i >= ascii_from && text.len() - i >= blocks::MIN_TEXT {
-            let next = blocks::window(text, i, dialect, &mut emit);
-            if next > i {
-                i = next;
+            let mut pad = [0u8; blocks::WIDTH];
+            if let Some(settled) = blocks::settle(text, i, dialect, &mut pad) {
+                i += settled.end() as usize;
+                step(Step::Window(&settled));
                 continue;
             }
             ascii_from = blocks::next_ascii(text, i);
         }
         let p = sc.piece(i);
         i = p.end;
-        emit(Found::ready(p));
+        step(Step::Piece(Found::ready(p)));
     }
 }
 

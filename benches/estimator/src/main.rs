@@ -26,11 +26,13 @@ mod estimate;
 mod profiles;
 #[path = "../../../rust/scan.rs"]
 mod scan;
-#[path = "../../../rust/vocab.rs"]
-mod vocab;
 #[cfg(test)]
 #[path = "../../../rust/testing.rs"]
 mod testing;
+#[path = "../../../rust/vocab.rs"]
+mod vocab;
+#[path = "../../../rust/window_cost.rs"]
+mod window_cost;
 
 use std::io::Write;
 use std::time::Instant;
