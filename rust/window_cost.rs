@@ -58,14 +58,12 @@ pub(crate) fn window_units<const N: usize>(
     models: &[Model; N],
     memos: &mut [Option<&mut Memo>; N],
 ) -> [u64; N] {
-    let mut hashes = [0u64; 64];
     let mut hits = [0u64; N];
     // Every settled piece's hash and, per model, whether its filter has it: no branch
     // but the loop's.
     for (start, end) in settled.pieces() {
         let len = end - start;
         let h = short_hash(load16(text, settled.at + start as usize), len);
-        hashes[start as usize] = h;
         let short = u64::from(len <= SHORT);
         for (hit, m) in hits.iter_mut().zip(models) {
             *hit |= (u64::from(m.vocab.contains(h)) & short) << start;
@@ -95,7 +93,7 @@ pub(crate) fn window_units<const N: usize>(
         let short = end - start <= SHORT;
         let span = (settled.at + start as usize, settled.at + end as usize);
         let hash = if short {
-            hashes[start as usize]
+            short_hash(load16(text, span.0), end - start)
         } else {
             text.get(span.0..span.1).map_or(0, vocab::hash)
         };
