@@ -18,32 +18,53 @@ use crate::vocab;
 /// Longest piece whose hash [`window_units`] takes from one masked load.
 const SHORT: u32 = 16;
 
-/// The 16 bytes of `text` from `at` as a little-endian number, zero past the end of the text.
+/// Bytes of text [`window_units`] reads from a window's start: its 64 and 16 more, so that a
+/// piece starting anywhere in it can be read with one 16-byte load.
+const SPAN: usize = 64 + 16;
+
+/// The [`SPAN`] bytes of `text` from `at`, zero past the end of the text.
 #[allow(clippy::inline_always)] // hot path; measurably faster inlined
 #[inline(always)]
-fn load16(text: &[u8], at: usize) -> u128 {
+fn span_at(text: &[u8], at: usize) -> [u8; SPAN] {
     if let Some(bytes) = text
-        .get(at..at + 16)
-        .and_then(|s| <[u8; 16]>::try_from(s).ok())
+        .get(at..at + SPAN)
+        .and_then(|s| <[u8; SPAN]>::try_from(s).ok())
     {
-        return u128::from_le_bytes(bytes);
+        return bytes;
     }
-    let mut bytes = [0u8; 16];
+    let mut bytes = [0u8; SPAN];
     let rest = text.get(at..).unwrap_or_default();
-    bytes[..rest.len().min(16)].copy_from_slice(&rest[..rest.len().min(16)]);
+    let n = rest.len().min(SPAN);
+    bytes[..n].copy_from_slice(&rest[..n]);
+    bytes
+}
+
+/// The 16 bytes of `span` from `start` (below 64) as a little-endian number.
+#[allow(clippy::inline_always)] // hot path; measurably faster inlined
+#[inline(always)]
+fn load16(span: &[u8; SPAN], start: u32) -> u128 {
+    let start = (start & 63) as usize;
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&span[start..start + 16]);
     u128::from_le_bytes(bytes)
 }
+
+/// Masks keeping the first `n` bytes of a 16-byte number, by `n` (0..=16).
+const KEEP: [u128; SHORT as usize + 1] = {
+    let mut keep = [u128::MAX; SHORT as usize + 1];
+    let mut n = 0;
+    while n < SHORT as usize {
+        keep[n] = (1u128 << (8 * n)) - 1;
+        n += 1;
+    }
+    keep
+};
 
 /// The hash of the piece of `len` bytes (at most [`SHORT`]) whose first 16 bytes are `v`.
 #[allow(clippy::inline_always)] // hot path; measurably faster inlined
 #[inline(always)]
 fn short_hash(v: u128, len: u32) -> u64 {
-    let keep = if len >= SHORT {
-        u128::MAX
-    } else {
-        (1u128 << (8 * len)) - 1
-    };
-    let v = v & keep;
+    let v = v & KEEP[len.min(SHORT) as usize];
     vocab::hash_words(v as u64, (v >> 64) as u64, len as usize)
 }
 
@@ -58,12 +79,13 @@ pub(crate) fn window_units<const N: usize>(
     models: &[Model; N],
     memos: &mut [Option<&mut Memo>; N],
 ) -> [u64; N] {
+    let bytes = span_at(text, settled.at);
     let mut hits = [0u64; N];
     // Every settled piece's hash and, per model, whether its filter has it: no branch
     // but the loop's.
     for (start, end) in settled.pieces() {
         let len = end - start;
-        let h = short_hash(load16(text, settled.at + start as usize), len);
+        let h = short_hash(load16(&bytes, start), len);
         let short = u64::from(len <= SHORT);
         for (hit, m) in hits.iter_mut().zip(models) {
             *hit |= (u64::from(m.vocab.contains(h)) & short) << start;
@@ -93,7 +115,7 @@ pub(crate) fn window_units<const N: usize>(
         let short = end - start <= SHORT;
         let span = (settled.at + start as usize, settled.at + end as usize);
         let hash = if short {
-            short_hash(load16(text, span.0), end - start)
+            short_hash(load16(&bytes, start), end - start)
         } else {
             text.get(span.0..span.1).map_or(0, vocab::hash)
         };
@@ -120,9 +142,10 @@ mod tests {
     #[test]
     fn short_hash_is_the_hash_of_the_piece() {
         let text = b"The quick brown fox, 0123456789 jumps!";
+        let bytes = span_at(text, 0);
         for start in 0..text.len() {
             for end in start + 1..=text.len().min(start + SHORT as usize) {
-                let v = load16(text, start);
+                let v = load16(&bytes, u32::try_from(start).unwrap());
                 let len = u32::try_from(end - start).unwrap();
                 assert_eq!(
                     short_hash(v, len),
