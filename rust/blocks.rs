@@ -318,6 +318,8 @@ impl Window<'_> {
 
 /// The piece starts of a classified window that begins at a piece start (bit 0), up to the
 /// last position where they are certain.
+#[allow(clippy::inline_always)] // hot path; keeps the window in registers (no struct copies)
+#[inline(always)]
 fn starts(win: &mut Window<'_>, t: &[u8], base: usize, dialect: Dialect) -> u64 {
     let m = win.m;
     let hard = m.high;
