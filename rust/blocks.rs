@@ -450,17 +450,18 @@ impl Settled<'_> {
     }
 }
 
-/// Classifies the window of `text` that starts at `at` (a piece start) and settles its
-/// pieces; `None` when it settles none (non-ASCII text ahead, or one run of a class longer
-/// than the window). `pad` holds the window when the text ends inside it.
+/// A window classified into its character-class masks, before any dialect's rules.
+pub struct Classified<'a> {
+    w: &'a [u8; WIDTH],
+    m: Masks,
+    at: usize,
+}
+
+/// Classifies the window of `text` that starts at `at` (a piece start); `None` when fewer
+/// than [`MIN_ASCII`] ASCII bytes lead it. `pad` holds the window when the text ends inside it.
 #[allow(clippy::inline_always)] // hot path; measurably faster inlined
 #[inline(always)]
-pub fn settle<'a>(
-    text: &'a [u8],
-    at: usize,
-    dialect: Dialect,
-    pad: &'a mut [u8; WIDTH],
-) -> Option<Settled<'a>> {
+pub fn classify<'a>(text: &'a [u8], at: usize, pad: &'a mut [u8; WIDTH]) -> Option<Classified<'a>> {
     let full = text
         .get(at..at + WIDTH)
         .and_then(|s| <&[u8; WIDTH]>::try_from(s).ok());
@@ -475,15 +476,48 @@ pub fn settle<'a>(
     if high_bytes(bytes).trailing_zeros() < MIN_ASCII {
         return None;
     }
-    let mut win = Window {
+    Some(Classified {
         w: bytes,
         m: masks(bytes),
-        letter: 0,
-        punct: 0,
-        tail: 0,
-    };
-    let starts = starts(&mut win, text, at, dialect);
-    (starts & !1 != 0).then_some(Settled { win, at, starts })
+        at,
+    })
+}
+
+impl<'a> Classified<'a> {
+    /// The pieces the window settles by `dialect`'s rules; `None` when it settles none (one
+    /// run of a class longer than the window).
+    #[allow(clippy::inline_always)] // hot path; measurably faster inlined
+    #[inline(always)]
+    #[must_use]
+    pub fn settle(&self, text: &[u8], dialect: Dialect) -> Option<Settled<'a>> {
+        let mut win = Window {
+            w: self.w,
+            m: self.m,
+            letter: 0,
+            punct: 0,
+            tail: 0,
+        };
+        let starts = starts(&mut win, text, self.at, dialect);
+        (starts & !1 != 0).then_some(Settled {
+            win,
+            at: self.at,
+            starts,
+        })
+    }
+}
+
+/// [`classify`] and [`Classified::settle`]: the pieces the window of `text` at `at` settles
+/// by `dialect`'s rules, `None` when it settles none (non-ASCII text ahead, or one run of a
+/// class longer than the window).
+#[allow(clippy::inline_always)] // hot path; measurably faster inlined
+#[inline(always)]
+pub fn settle<'a>(
+    text: &'a [u8],
+    at: usize,
+    dialect: Dialect,
+    pad: &'a mut [u8; WIDTH],
+) -> Option<Settled<'a>> {
+    classify(text, at, pad)?.settle(text, dialect)
 }
 
 #[cfg(test)]

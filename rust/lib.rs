@@ -5,6 +5,7 @@
 
 pub mod batch;
 pub mod blocks;
+mod conservative;
 pub mod estimate;
 pub mod pairing;
 pub mod profiles;

@@ -1003,6 +1003,12 @@ pub fn scan_steps<F: FnMut(Step<'_, '_>)>(text: &[u8], dialect: Dialect, mut ste
     }
 }
 
+/// The piece of `text` that the byte scanner finds at `i` (a piece start in `dialect`).
+#[inline]
+pub(crate) fn found_at(text: &[u8], i: usize, dialect: Dialect) -> Found<'static> {
+    Found::ready(Scanner { t: text, dialect }.piece(i))
+}
+
 /// [`scan`] with the byte scanner alone: the reference for [`blocks`](crate::blocks).
 pub fn scan_bytes<F: FnMut(Piece)>(text: &[u8], dialect: Dialect, mut emit: F) {
     let sc = Scanner { t: text, dialect };

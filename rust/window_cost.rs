@@ -11,8 +11,8 @@
 //! each piece in turn gives.
 
 use crate::blocks::Settled;
-use crate::estimate::{ascii_digit_units, lazy, piece_cost, split_cost, Memo, Model, ONE};
-use crate::scan::Dialect;
+use crate::estimate::{ascii_digit_units, piece_cost, split_cost, Memo, Model, ONE};
+use crate::scan::{Dialect, Piece};
 use crate::vocab;
 
 /// Longest piece whose hash [`window_units`] takes from one masked load.
@@ -68,17 +68,22 @@ fn short_hash(v: u128, len: u32) -> u64 {
     vocab::hash_words(v as u64, (v >> 64) as u64, len as usize)
 }
 
-/// Table units of the pieces `settled` holds, in each of `models` (which share its dialect),
-/// with their `memos`: the same as adding up [`piece_cost`] of each piece. Not inlined: the
-/// byte scanner's pieces, costed one by one beside it, run faster in a small loop.
+/// Table units of the pieces a window settles, in each of `models`, with their `memos`: the
+/// same as adding up [`piece_cost`] of each piece. Each model reads its own settled window
+/// and dialect in `windows`; they must all settle the same pieces (the same starts), which
+/// are then hashed once. Not inlined: the byte scanner's pieces, costed one by one beside
+/// it, run faster in a small loop.
 #[inline(never)]
 pub(crate) fn window_units<const N: usize>(
-    settled: &Settled<'_>,
+    windows: [(&Settled<'_>, Dialect); N],
     text: &[u8],
-    dialect: Dialect,
     models: &[Model; N],
     memos: &mut [Option<&mut Memo>; N],
 ) -> [u64; N] {
+    let Some(&(settled, _)) = windows.first() else {
+        return [0; N];
+    };
+    debug_assert!(windows.iter().all(|(w, _)| w.starts == settled.starts));
     let bytes = span_at(text, settled.at);
     let mut hits = [0u64; N];
     // Every settled piece's hash and, per model, whether its filter has it: no branch
@@ -110,8 +115,6 @@ pub(crate) fn window_units<const N: usize>(
             }
             continue;
         }
-        let found = settled.found(start, end, dialect);
-        let mut piece = lazy(&found);
         let short = end - start <= SHORT;
         let span = (settled.at + start as usize, settled.at + end as usize);
         let hash = if short {
@@ -119,10 +122,18 @@ pub(crate) fn window_units<const N: usize>(
         } else {
             text.get(span.0..span.1).map_or(0, vocab::hash)
         };
+        let mut built: [Option<Piece>; N] = [None; N];
         for (k, m) in models.iter().enumerate() {
             if hits[k] & (1u64 << start) != 0 {
                 continue;
             }
+            // Models that read the same window share the piece's features.
+            let src = (0..k)
+                .find(|&q| std::ptr::eq(windows[q].0, windows[k].0) && windows[q].1 == windows[k].1)
+                .unwrap_or(k);
+            let (win, dialect) = windows[src];
+            let mut piece =
+                || *built[src].get_or_insert_with(|| win.found(start, end, dialect).piece());
             let memo = memos[k].as_deref_mut();
             // A short piece the filter lacks is known not to be one token.
             acc[k] += if short {

@@ -20,6 +20,8 @@
 
 #[path = "../../../rust/blocks.rs"]
 mod blocks;
+#[path = "../../../rust/conservative.rs"]
+mod conservative;
 #[path = "../../../rust/estimate.rs"]
 mod estimate;
 #[path = "../../../rust/profiles.rs"]
