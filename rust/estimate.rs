@@ -1079,12 +1079,18 @@ mod tests {
             .collect()
     }
 
+    /// The samples, `count` random texts of 1 to `longest` atoms and one of `long` atoms.
+    fn test_texts(seed: u64, count: usize, longest: usize, long: usize) -> Vec<Vec<u8>> {
+        let mut rng = XorShift(seed);
+        let mut texts: Vec<Vec<u8>> = SAMPLES.iter().map(|s| s.as_bytes().to_vec()).collect();
+        texts.extend((0..count).map(|k| random_text(&mut rng, 1 + k % longest)));
+        texts.push(random_text(&mut rng, long));
+        texts
+    }
+
     #[test]
     fn windows_cost_what_each_piece_costs_in_turn() {
-        let mut rng = XorShift(0x5851_F42D_4C95_7F2D);
-        let mut texts: Vec<Vec<u8>> = SAMPLES.iter().map(|s| s.as_bytes().to_vec()).collect();
-        texts.extend((0..300).map(|k| random_text(&mut rng, 1 + k % 97)));
-        texts.push(random_text(&mut rng, 20_000));
+        let texts = test_texts(0x5851_F42D_4C95_7F2D, 300, 97, 20_000);
         for e in [
             Encoding::Cl100k,
             Encoding::O200k,
@@ -1109,14 +1115,7 @@ mod tests {
             model(Encoding::Qwen3).unwrap(),
         );
         for text in &texts {
-            let both = units_shared(
-                text,
-                &[
-                    model(Encoding::Cl100k).unwrap(),
-                    model(Encoding::Qwen3).unwrap(),
-                ],
-                [&mut None, &mut None],
-            );
+            let both = units_shared(text, &[cl, qw], [&mut None, &mut None]);
             assert_eq!(
                 both,
                 [
@@ -1129,10 +1128,7 @@ mod tests {
 
     #[test]
     fn conservative_in_one_pass_costs_what_three_scans_do() {
-        let mut rng = XorShift(0x1405_7B7E_F767_814F);
-        let mut texts: Vec<Vec<u8>> = SAMPLES.iter().map(|s| s.as_bytes().to_vec()).collect();
-        texts.extend((0..400).map(|k| random_text(&mut rng, 1 + k % 131)));
-        texts.push(random_text(&mut rng, 30_000));
+        let mut texts = test_texts(0x1405_7B7E_F767_814F, 400, 131, 30_000);
         texts.push(b"getValue setItem 'quoted' it's you'll x/y // a/b/c ".repeat(300));
         let [cl, qw, o2] =
             [Encoding::Cl100k, Encoding::Qwen3, Encoding::O200k].map(|e| model(e).unwrap());
