@@ -458,7 +458,7 @@ pub struct Classified<'a> {
 }
 
 /// Classifies the window of `text` that starts at `at` (a piece start); `None` when fewer
-/// than [`MIN_ASCII`] ASCII bytes lead it. `pad` holds the window when the text ends inside it.
+/// than `MIN_ASCII` ASCII bytes lead it. `pad` holds the window when the text ends inside it.
 #[allow(clippy::inline_always)] // hot path; measurably faster inlined
 #[inline(always)]
 pub fn classify<'a>(text: &'a [u8], at: usize, pad: &'a mut [u8; WIDTH]) -> Option<Classified<'a>> {

@@ -9,6 +9,11 @@
 //! tokens such pieces really cost in that encoding, in 1/256 token units. Digit runs are split
 //! into the encoding's digit groups. The filters and tables are generated offline from the real
 //! tokenizers by `benches/fit_estimator.py` and live in [`profiles`](crate::profiles).
+//!
+//! The pieces of an ASCII window are hashed and probed together
+//! (`rust/window_cost.rs`); `Conservative` takes its three encodings from one pass
+//! over the text (`rust/conservative.rs`). Both give exactly what costing each
+//! piece in turn gives.
 
 use crate::conservative;
 use crate::profiles;
