@@ -511,8 +511,10 @@ def _snap_head(data: bytes, end: int, long_line: float) -> int:
     newline = data.rfind(b"\n", 0, end)
     if newline >= 0:
         return newline + 1
-    line_end = data.find(b"\n", end)
-    if (line_end if line_end >= 0 else size) <= long_line:
+    # Only whether the first line ends within ``long_line`` matters: search no further.
+    limit = min(size, int(long_line) + 1)
+    line_end = data.find(b"\n", end, limit)
+    if (line_end if line_end >= 0 else size if limit == size else limit) <= long_line:
         return 0
     while end > 0 and data[end] & 0xC0 == 0x80:  # not inside a UTF-8 sequence
         end -= 1
