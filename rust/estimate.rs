@@ -1006,19 +1006,13 @@ mod tests {
         assert_eq!(estimate_tokens(b"\xff\xff\xff\xff", Encoding::Cl100k), 4);
     }
 
-    /// Units of `text` in `m`, each piece costed in turn as the scanner reports it.
+    /// Units of `text` in `m`, each piece costed in turn as the byte scanner alone finds it
+    /// (no windows anywhere).
     fn units_piece_by_piece(text: &[u8], m: &Model, mut memo: Option<&mut Memo>) -> u64 {
         let mut acc = 0;
-        scan::scan_found(text, m.dialect, |f| {
-            let h = found_hash(&f, text);
-            acc += piece_cost(
-                &mut lazy(&f),
-                text,
-                (f.start, f.end),
-                h,
-                m,
-                memo.as_deref_mut(),
-            );
+        scan::scan_bytes(text, m.dialect, |p| {
+            let h = piece_hash(&p, text);
+            acc += piece_cost(&mut || p, text, (p.start, p.end), h, m, memo.as_deref_mut());
         });
         acc
     }
