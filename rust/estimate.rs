@@ -728,12 +728,12 @@ pub fn estimate_tokens(text: &[u8], encoding: Encoding) -> u64 {
     e.tokens()
 }
 
-/// Table units for `Conservative`: cl100k and qwen3 from one scan in the cl100k dialect, and
-/// o200k from a scan in its own (it splits words where a lower-case letter meets an
-/// upper-case one, and its vocabulary is not a superset of cl100k's: ` ├──` is one cl100k
-/// token, three o200k tokens). llama3, whose vocabulary extends cl100k's under the same
-/// pre-tokenizer, is left to the margin: on the fitting corpus it never counts more tokens than
-/// all three others. `memos` are cl100k's, qwen3's and o200k's.
+/// Table units for `Conservative`: cl100k, qwen3 and o200k, from one pass over the text
+/// (`rust/conservative.rs`; o200k needs pieces of its own: it splits words where a lower-case
+/// letter meets an upper-case one, and its vocabulary is not a superset of cl100k's: ` ├──` is
+/// one cl100k token, three o200k tokens). llama3, whose vocabulary extends cl100k's under the
+/// same pre-tokenizer, is left to the margin: on the fitting corpus it never counts more tokens
+/// than all three others. `memos` are cl100k's, qwen3's and o200k's.
 fn units_conservative(text: &[u8], memos: &mut [Option<Memo>; 3]) -> [u64; 3] {
     let (Some(cl), Some(qw), Some(o2)) = (
         model(Encoding::Cl100k),
