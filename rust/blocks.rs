@@ -612,7 +612,7 @@ mod tests {
             let mut text = Vec::with_capacity(len + 8);
             while text.len() < len {
                 let atom = ATOMS[(rng.next() % ATOMS.len() as u64) as usize].as_bytes();
-                let repeat = if rng.next() % 8 == 0 {
+                let repeat = if rng.next().is_multiple_of(8) {
                     1 + rng.next() % 70
                 } else {
                     1

@@ -15,6 +15,7 @@ pub mod text;
 pub mod units;
 pub mod vocab;
 mod window_cost;
+mod window_hits;
 
 #[cfg(test)]
 mod testing;

@@ -15,8 +15,8 @@ pub const FILTER_BYTES: usize = BLOCKS * 8;
 /// Pieces longer than this are never looked up (no vocabulary has such entries that matter).
 pub const MAX_LEN: usize = 128;
 
-const K: u64 = 0x9E37_79B9_7F4A_7C15;
-const K2: u64 = 0xD6E8_FEB8_6659_FD93;
+pub(crate) const K: u64 = 0x9E37_79B9_7F4A_7C15;
+pub(crate) const K2: u64 = 0xD6E8_FEB8_6659_FD93;
 
 #[allow(clippy::inline_always)] // hot path; measurably faster inlined
 #[inline(always)]

@@ -4,28 +4,29 @@
 //! vocabulary filter. Taken one piece at a time, with a branch on the piece's length inside the
 //! hash and another on the filter's answer, the processor mispredicts about once a piece and
 //! then waits for each probe in turn. Here the pieces one window settles are hashed from
-//! 16-byte loads masked to their length ([`vocab::hash_words`]) and probed with no branch but
-//! the loop's, the answers gathered in a bit mask per encoding: independent probes overlap.
-//! Only the pieces a filter lacks (and digit runs, and pieces over 16 bytes) go on, one by one,
-//! to the full costing of [`estimate`](crate::estimate). The result is exactly what costing
-//! each piece in turn gives.
+//! 16-byte loads masked to their length ([`vocab::hash_words`]) and probed with no branch, the
+//! answers gathered in a bit mask per encoding ([`window_hits`], eight pieces at a time where
+//! the processor has AVX-512). Only the pieces a filter lacks (and digit runs, and pieces over
+//! 16 bytes) go on, one by one, to the full costing of [`estimate`](crate::estimate). The
+//! result is exactly what costing each piece in turn gives.
 
 use crate::blocks::Settled;
 use crate::estimate::{ascii_digit_units, piece_cost, split_cost, Memo, Model, ONE};
 use crate::scan::{Dialect, Piece};
 use crate::vocab;
+use crate::window_hits::window_hits;
 
 /// Longest piece whose hash [`window_units`] takes from one masked load.
-const SHORT: u32 = 16;
+pub(crate) const SHORT: u32 = 16;
 
 /// Bytes of text [`window_units`] reads from a window's start: its 64 and 16 more, so that a
 /// piece starting anywhere in it can be read with one 16-byte load.
-const SPAN: usize = 64 + 16;
+pub(crate) const SPAN: usize = 64 + 16;
 
 /// The [`SPAN`] bytes of `text` from `at`, zero past the end of the text.
 #[allow(clippy::inline_always)] // hot path; measurably faster inlined
 #[inline(always)]
-fn span_at(text: &[u8], at: usize) -> [u8; SPAN] {
+pub(crate) fn span_at(text: &[u8], at: usize) -> [u8; SPAN] {
     if let Some(bytes) = text
         .get(at..at + SPAN)
         .and_then(|s| <[u8; SPAN]>::try_from(s).ok())
@@ -42,7 +43,7 @@ fn span_at(text: &[u8], at: usize) -> [u8; SPAN] {
 /// The 16 bytes of `span` from `start` (below 64) as a little-endian number.
 #[allow(clippy::inline_always)] // hot path; measurably faster inlined
 #[inline(always)]
-fn load16(span: &[u8; SPAN], start: u32) -> u128 {
+pub(crate) fn load16(span: &[u8; SPAN], start: u32) -> u128 {
     let start = (start & 63) as usize;
     let mut bytes = [0u8; 16];
     bytes.copy_from_slice(&span[start..start + 16]);
@@ -63,7 +64,7 @@ const KEEP: [u128; SHORT as usize + 1] = {
 /// The hash of the piece of `len` bytes (at most [`SHORT`]) whose first 16 bytes are `v`.
 #[allow(clippy::inline_always)] // hot path; measurably faster inlined
 #[inline(always)]
-fn short_hash(v: u128, len: u32) -> u64 {
+pub(crate) fn short_hash(v: u128, len: u32) -> u64 {
     let v = v & KEEP[len.min(SHORT) as usize];
     vocab::hash_words(v as u64, (v >> 64) as u64, len as usize)
 }
@@ -85,17 +86,7 @@ pub(crate) fn window_units<const N: usize>(
     };
     debug_assert!(windows.iter().all(|(w, _)| w.starts == settled.starts));
     let bytes = span_at(text, settled.at);
-    let mut hits = [0u64; N];
-    // Every settled piece's hash and, per model, whether its filter has it: no branch
-    // but the loop's.
-    for (start, end) in settled.pieces() {
-        let len = end - start;
-        let h = short_hash(load16(&bytes, start), len);
-        let short = u64::from(len <= SHORT);
-        for (hit, m) in hits.iter_mut().zip(models) {
-            *hit |= (u64::from(m.vocab.contains(h)) & short) << start;
-        }
-    }
+    let mut hits = window_hits(settled.starts, &bytes, models);
     let digits = settled.win.digit_bits();
     let mut acc = [0u64; N];
     for (a, hit) in acc.iter_mut().zip(&mut hits) {

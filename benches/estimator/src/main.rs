@@ -35,6 +35,8 @@ mod testing;
 mod vocab;
 #[path = "../../../rust/window_cost.rs"]
 mod window_cost;
+#[path = "../../../rust/window_hits.rs"]
+mod window_hits;
 
 use std::io::Write;
 use std::time::Instant;
@@ -216,6 +218,42 @@ fn bench_scan(path: &str, seconds: f64) {
     println!("{:.1} {:.1} {:.1}", mbps(found), mbps(masks), mbps(bytes));
 }
 
+/// The hit path of the window costing alone, over every window of the file's o200k scan:
+/// milliseconds per pass with the vector path (where the processor has it) and one piece at a
+/// time, and of the whole estimate.
+fn bench_hits(path: &str) {
+    let data = std::fs::read(path).expect("bench file");
+    let models = [estimate::model(Encoding::O200k).expect("fitted")];
+    let mut windows = Vec::new();
+    scan::scan_steps(&data, Dialect::O200k, |step| {
+        if let scan::Step::Window(s) = step {
+            windows.push((s.starts, window_cost::span_at(&data, s.at)));
+        }
+    });
+    let hits = |f: fn(u64, &[u8; window_cost::SPAN], &[estimate::Model; 1]) -> [u64; 1]| {
+        best_pass(1.0, || {
+            windows
+                .iter()
+                .map(|(starts, span)| f(*starts, span, &models)[0].count_ones() as usize)
+                .sum()
+        })
+    };
+    let (fast, one_by_one) = (
+        hits(window_hits::window_hits),
+        hits(window_hits::scalar_hits),
+    );
+    let all = best_pass(1.0, || {
+        estimate::estimate_tokens(&data, Encoding::O200k) as usize
+    });
+    println!(
+        "{} windows: hits {:.2} ms, one piece at a time {:.2} ms; whole estimate {:.2} ms",
+        windows.len(),
+        fast * 1e3,
+        one_by_one * 1e3,
+        all * 1e3
+    );
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let a = |i: usize| args.get(i).map_or("", String::as_str);
@@ -225,10 +263,11 @@ fn main() {
         "filter" => filter(a(2), a(3)),
         "estimate" => estimate_docs(a(2)),
         "bench" => bench(a(2), a(3), a(4).parse().unwrap_or(1.0)),
+        "bench-hits" => bench_hits(a(2)),
         "bench-scan" => bench_scan(a(2), a(3).parse().unwrap_or(1.0)),
         _ => {
             eprintln!(
-                "usage: fit_helper layout | dump ENC DOCS | filter ENC TOKENS | estimate DOCS | bench FILE ENC [S]"
+                "usage: fit_helper layout | dump ENC DOCS | filter ENC TOKENS | estimate DOCS | bench FILE ENC [S] | bench-scan FILE [S] | bench-hits FILE"
             );
             std::process::exit(2);
         }

@@ -1,0 +1,292 @@
+//! Which pieces of one ASCII window the vocabulary filters hold: the hit path of
+//! [`window_units`](crate::window_cost::window_units).
+//!
+//! Each piece a window settles is hashed ([`vocab::hash_words`] of its bytes zero-padded to 16)
+//! and probed in each model's filter. One piece at a time that is some 50 instructions a piece.
+//! Where the processor has AVX-512 (with VBMI and VBMI2, detected at run time), eight pieces go
+//! through at once: their start and end offsets are compressed out of the window's start bits,
+//! their bytes gathered from the window by a byte permutation masked to each piece's length,
+//! the 64 × 64 → 128-bit multiply of the hash built from four 32-bit ones, and the filters'
+//! words fetched with one gather per model. Both paths give the same bits; a test checks it.
+
+use crate::estimate::Model;
+use crate::window_cost::{load16, short_hash, SHORT, SPAN};
+
+/// Bit `start` set for each settled piece (`start` a set bit of `starts` below its last one) of
+/// at most [`SHORT`] bytes that the filter of each model in `models` holds. `span` holds the
+/// window's bytes ([`SPAN`] of them, zero past the text's end).
+#[allow(clippy::inline_always)] // hot path; measurably faster inlined
+#[inline(always)]
+pub(crate) fn window_hits<const N: usize>(
+    starts: u64,
+    span: &[u8; SPAN],
+    models: &[Model; N],
+) -> [u64; N] {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(filters) = avx512::filters(models) {
+        // SAFETY: `filters` is only `Some` where the processor has the features the function
+        // is compiled for, and every filter is a whole one.
+        return unsafe { avx512::hits(starts, span, filters) };
+    }
+    scalar_hits(starts, span, models)
+}
+
+/// [`window_hits`] one piece at a time: the reference, and the path without AVX-512.
+#[allow(clippy::inline_always)] // hot path; measurably faster inlined
+#[inline(always)]
+pub(crate) fn scalar_hits<const N: usize>(
+    starts: u64,
+    span: &[u8; SPAN],
+    models: &[Model; N],
+) -> [u64; N] {
+    let mut hits = [0u64; N];
+    let mut rest = starts & !1;
+    let mut start = 0;
+    // No branch but the loop's: the probes of successive pieces overlap.
+    while rest != 0 {
+        let end = rest.trailing_zeros();
+        rest &= rest - 1;
+        let len = end - start;
+        let h = short_hash(load16(span, start), len);
+        let short = u64::from(len <= SHORT);
+        for (hit, m) in hits.iter_mut().zip(models) {
+            *hit |= (u64::from(m.vocab.contains(h)) & short) << start;
+        }
+        start = end;
+    }
+    hits
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    #[allow(clippy::wildcard_imports)]
+    use std::arch::x86_64::*;
+    use std::sync::OnceLock;
+
+    use crate::estimate::Model;
+    use crate::vocab::{BLOCKS, FILTER_BYTES, K, K2};
+    use crate::window_cost::SPAN;
+
+    /// Whether this processor runs [`hits`] (checked once).
+    fn available() -> bool {
+        static AVAILABLE: OnceLock<bool> = OnceLock::new();
+        *AVAILABLE.get_or_init(|| {
+            is_x86_feature_detected!("avx512f")
+                && is_x86_feature_detected!("avx512bw")
+                && is_x86_feature_detected!("avx512dq")
+                && is_x86_feature_detected!("avx512vbmi")
+                && is_x86_feature_detected!("avx512vbmi2")
+                && is_x86_feature_detected!("avx512bitalg")
+                && is_x86_feature_detected!("bmi2")
+                && is_x86_feature_detected!("popcnt")
+                && std::env::var_os("CTXBUDGET_NO_AVX512").is_none()
+        })
+    }
+
+    /// The models' filters as word pointers, when [`hits`] can run on them: AVX-512 is there
+    /// and every filter is whole (an empty one holds nothing, which the scalar path handles).
+    #[allow(clippy::inline_always)] // hot path; measurably faster inlined
+    #[inline(always)]
+    pub(super) fn filters<const N: usize>(models: &[Model; N]) -> Option<[*const i64; N]> {
+        if !available()
+            || models
+                .iter()
+                .any(|m| m.vocab.filter.0.len() != FILTER_BYTES)
+        {
+            return None;
+        }
+        Some(models.map(|m| m.vocab.filter.0.as_ptr().cast()))
+    }
+
+    /// Byte `i` is `i`.
+    const IOTA: [u8; 64] = {
+        let mut iota = [0u8; 64];
+        let mut i = 0;
+        while i < 64 {
+            iota[i] = i as u8;
+            i += 1;
+        }
+        iota
+    };
+
+    /// The low and high words of the 128-bit products of `a` and `b`, lane by lane, xored
+    /// ([`vocab::hash_words`](crate::vocab::hash_words)'s fold), from 32-bit multiplies.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn fold(a: __m512i, b: __m512i) -> __m512i {
+        let low = _mm512_set1_epi64(0xFFFF_FFFF);
+        let (a1, b1) = (_mm512_srli_epi64::<32>(a), _mm512_srli_epi64::<32>(b));
+        let p00 = _mm512_mul_epu32(a, b);
+        let p01 = _mm512_mul_epu32(a, b1);
+        let p10 = _mm512_mul_epu32(a1, b);
+        let p11 = _mm512_mul_epu32(a1, b1);
+        let mid = _mm512_add_epi64(
+            _mm512_srli_epi64::<32>(p00),
+            _mm512_add_epi64(_mm512_and_si512(p01, low), _mm512_and_si512(p10, low)),
+        );
+        let lo = _mm512_or_si512(_mm512_and_si512(p00, low), _mm512_slli_epi64::<32>(mid));
+        let hi = _mm512_add_epi64(
+            _mm512_add_epi64(p11, _mm512_srli_epi64::<32>(mid)),
+            _mm512_add_epi64(_mm512_srli_epi64::<32>(p01), _mm512_srli_epi64::<32>(p10)),
+        );
+        _mm512_xor_si512(lo, hi)
+    }
+
+    /// For each lane's hash, bytes whose low six bits are the six filter bits it sets
+    /// ([`vocab`](crate::vocab)'s `slot`); the last two repeat the first.
+    const FIELDS: i64 = i64::from_le_bytes([0, 6, 12, 18, 24, 30, 0, 0]);
+
+    /// [`window_hits`](super::window_hits), eight pieces at a time.
+    ///
+    /// # Safety
+    /// The processor must have the features [`available`] checks, and each of `filters` must
+    /// point to [`FILTER_BYTES`] bytes.
+    #[target_feature(
+        enable = "avx512f,avx512bw,avx512dq,avx512vbmi,avx512vbmi2,avx512bitalg,bmi2,popcnt"
+    )]
+    pub(super) unsafe fn hits<const N: usize>(
+        starts: u64,
+        span: &[u8; SPAN],
+        filters: [*const i64; N],
+    ) -> [u64; N] {
+        // SAFETY (loads): `span` has 64 bytes from 0 and 16 from 64.
+        let t0 = unsafe { _mm512_loadu_si512(span.as_ptr().cast()) };
+        let t1 = _mm512_zextsi128_si512(unsafe { _mm_loadu_si128(span.as_ptr().add(64).cast()) });
+        let iota = unsafe { _mm512_loadu_si512(IOTA.as_ptr().cast()) };
+        let last = starts.checked_ilog2().unwrap_or(0);
+        let piece_starts = starts & !(1u64 << last);
+        let count = piece_starts.count_ones();
+        // The pieces' starts and ends, in order, one byte each.
+        let start_list = _mm512_maskz_compress_epi8(piece_starts, iota);
+        let end_list = _mm512_maskz_compress_epi8(starts & !1, iota);
+        // Lane q of group g reads piece 8g + q: its start and end in each of the lane's bytes.
+        let mut pick = _mm512_set_epi64(
+            0x0707_0707_0707_0707,
+            0x0606_0606_0606_0606,
+            0x0505_0505_0505_0505,
+            0x0404_0404_0404_0404,
+            0x0303_0303_0303_0303,
+            0x0202_0202_0202_0202,
+            0x0101_0101_0101_0101,
+            0,
+        );
+        let lane_bytes = _mm512_set1_epi64(0x0706_0504_0302_0100);
+        let (eight, byte) = (_mm512_set1_epi8(8), _mm512_set1_epi64(0xFF));
+        let short = _mm512_set1_epi64(i64::from(super::SHORT));
+        let (k, k2) = (_mm512_set1_epi64(K as i64), _mm512_set1_epi64(K2 as i64));
+        let block_mask = _mm512_set1_epi64(BLOCKS as i64 - 1);
+        let fields_at = _mm512_set1_epi64(FIELDS);
+        let mut lane_hits = [0u64; N];
+        let mut group = 0;
+        while group < count {
+            let start = _mm512_permutexvar_epi8(pick, start_list);
+            let end = _mm512_permutexvar_epi8(pick, end_list);
+            pick = _mm512_add_epi8(pick, eight);
+            // Bytes 0..8 and 8..16 of each piece, zero past its end.
+            let at_lo = _mm512_add_epi8(start, lane_bytes);
+            let at_hi = _mm512_add_epi8(at_lo, eight);
+            let lo =
+                _mm512_maskz_permutex2var_epi8(_mm512_cmplt_epu8_mask(at_lo, end), t0, at_lo, t1);
+            let hi =
+                _mm512_maskz_permutex2var_epi8(_mm512_cmplt_epu8_mask(at_hi, end), t0, at_hi, t1);
+            let len = _mm512_and_si512(_mm512_sub_epi8(end, start), byte);
+            let left = count - group;
+            let lanes = if left >= 8 { 0xFF } else { (1u8 << left) - 1 };
+            let valid = _mm512_mask_cmple_epu64_mask(lanes, len, short);
+            let h = fold(
+                _mm512_ternarylogic_epi64::<0x96>(lo, k, _mm512_mullo_epi64(len, k2)),
+                _mm512_xor_si512(hi, k2),
+            );
+            let block = _mm512_and_si512(_mm512_srli_epi64::<49>(h), block_mask);
+            let fields = _mm512_multishift_epi64_epi8(fields_at, h);
+            for (lane_hit, &filter) in lane_hits.iter_mut().zip(&filters) {
+                // SAFETY: each block index is below BLOCKS, and the filter holds BLOCKS words.
+                let words = unsafe {
+                    _mm512_mask_i64gather_epi64::<8>(_mm512_setzero_si512(), valid, block, filter)
+                };
+                // A piece may be a member where its block has all its bits: all eight picked.
+                let set = _mm512_movm_epi8(_mm512_bitshuffle_epi64_mask(words, fields));
+                let hit = _mm512_mask_cmpeq_epi64_mask(valid, set, _mm512_set1_epi64(-1));
+                *lane_hit |= u64::from(hit) << group;
+            }
+            group += 8;
+        }
+        // Lane i is the piece at the i-th set bit of `piece_starts`.
+        lane_hits.map(|l| _pdep_u64(l, piece_starts))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::estimate::{model, Encoding};
+    use crate::testing::XorShift;
+    use crate::vocab;
+
+    /// Random piece starts (bit 0 always set, at least two bits) over random window bytes
+    /// drawn from `alphabet`.
+    fn random_window(rng: &mut XorShift, alphabet: &[u8]) -> (u64, [u8; SPAN]) {
+        let mut span = [0u8; SPAN];
+        let used = 1 + rng.index(SPAN);
+        for b in &mut span[..used] {
+            *b = alphabet[rng.index(alphabet.len())];
+        }
+        let density = 1 + rng.below(12);
+        let mut starts = 1u64;
+        for bit in 1..64 {
+            if rng.below(density) == 0 {
+                starts |= 1 << bit;
+            }
+        }
+        if starts == 1 {
+            starts |= 1 << (1 + rng.below(63));
+        }
+        (starts, span)
+    }
+
+    #[test]
+    fn every_path_finds_the_pieces_one_probe_each_finds() {
+        let models = [
+            Encoding::Cl100k,
+            Encoding::O200k,
+            Encoding::Llama3,
+            Encoding::Qwen3,
+        ]
+        .map(|e| model(e).expect("fitted"));
+        let mut rng = XorShift(0x5EED_F00D);
+        let alphabets: [&[u8]; 3] = [
+            b" etaoinshrdlu",
+            b" the and of to in is",
+            b"\n\t ,.(){}:;'\"ab",
+        ];
+        let mut found = 0;
+        for round in 0..20_000 {
+            let alphabet = alphabets[round % alphabets.len()];
+            let (starts, span) = random_window(&mut rng, alphabet);
+            // The reference: each piece hashed from its own bytes and probed on its own.
+            let mut want = [0u64; 4];
+            let last = starts.checked_ilog2().unwrap_or(0);
+            let mut rest = starts & !1;
+            let mut start = 0;
+            while rest != 0 {
+                let end = rest.trailing_zeros();
+                rest &= rest - 1;
+                let piece = &span[start as usize..end as usize];
+                for (w, m) in want.iter_mut().zip(&models) {
+                    if piece.len() <= SHORT as usize && m.vocab.contains(vocab::hash(piece)) {
+                        *w |= 1 << start;
+                    }
+                }
+                start = end;
+            }
+            assert_eq!(want.iter().fold(0, |a, w| a | w) >> last, 0);
+            found += want.iter().map(|w| w.count_ones()).sum::<u32>();
+            assert_eq!(scalar_hits(starts, &span, &models), want, "{starts:#x}");
+            assert_eq!(window_hits(starts, &span, &models), want, "{starts:#x}");
+            let [a, _, _, d] = models;
+            assert_eq!(window_hits(starts, &span, &[a, d]), [want[0], want[3]]);
+        }
+        // The windows hold whole tokens, not only misses.
+        assert!(found > 20_000, "{found}");
+    }
+}
