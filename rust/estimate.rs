@@ -16,6 +16,8 @@
 //! piece in turn gives.
 
 use crate::conservative;
+use crate::greedy::merged_entry;
+pub use crate::greedy::{greedy_tokens, run_tokens};
 use crate::profiles;
 use crate::scan::{self, content, prefix, script, Dialect, Found, Kind, Piece, Step};
 use crate::vocab::{self, CharCosts, Filter, Vocab};
@@ -219,124 +221,6 @@ pub fn piece_hash(p: &Piece, text: &[u8]) -> Option<u64> {
         return None;
     }
     text.get(p.start..p.end).map(vocab::hash)
-}
-
-/// Longest vocabulary entry tried by [`greedy_tokens`], in bytes.
-const GREEDY_MAX: usize = 64;
-/// [`greedy_tokens`] stops extending a match after this many misses in a row (a character
-/// that starts no entry within that many characters counts as unknown).
-const GREEDY_MISSES: u32 = 4;
-
-/// A run of one character repeated at least this many times inside a piece is split by
-/// [`run_tokens`] (`──────` after `╰`: vocabularies have such runs in sparse lengths).
-const RUN_MIN_CHARS: usize = 4;
-
-/// Byte length of the run of the character at `b[i..]` repeated, if it is at least
-/// [`RUN_MIN_CHARS`] characters long.
-fn char_run(b: &[u8], i: usize, char_len: usize) -> Option<usize> {
-    let c = b.get(i..i + char_len)?;
-    let mut j = i + char_len;
-    while b.get(j..j + char_len) == Some(c) {
-        j += char_len;
-    }
-    (j - i >= RUN_MIN_CHARS * char_len).then_some(j - i)
-}
-
-/// Tokens of a greedy longest-match split of `b` against the vocabulary filter: a cheap stand-in
-/// for BPE on pieces that are not one token. A character that starts no entry costs what it
-/// costs alone (its bytes, some merged: [`vocab::CharCosts`]); a run of one character repeated
-/// goes to [`run_tokens`]. The fitted table maps this count to the mean true count.
-#[must_use]
-pub fn greedy_tokens(b: &[u8], vocab: &Vocab<'_>) -> u32 {
-    let next = |mut j: usize| {
-        j += 1;
-        while b.get(j).is_some_and(|&c| c & 0xC0 == 0x80) {
-            j += 1;
-        }
-        j
-    };
-    let mut n = 0;
-    let mut i = 0;
-    while i < b.len() {
-        if let Some(run) = char_run(b, i, next(i) - i) {
-            n += run_tokens(&b[i..i + run], vocab);
-            i += run;
-            continue;
-        }
-        let (mut j, mut best, mut misses) = (i, 0, 0);
-        while j < b.len() && j - i < GREEDY_MAX {
-            j = next(j);
-            if vocab.contains(vocab::hash(&b[i..j.min(b.len())])) {
-                best = j;
-                misses = 0;
-            } else {
-                misses += 1;
-                if misses >= GREEDY_MISSES {
-                    break;
-                }
-            }
-        }
-        if best == 0 {
-            let end = next(i).min(b.len());
-            n += vocab.chars.of(&b[i..end]);
-            i = end;
-        } else {
-            n += 1;
-            i = best;
-        }
-    }
-    n
-}
-
-/// Whether the filter has `e` whole and, for an entry of more than one character, also both
-/// parts of some cut of it. Every multi-character BPE token was merged from two tokens, so a
-/// real entry passes; a false positive of the filter (~1% a probe) seldom does. Trying every
-/// length of a long run, longest first, would otherwise often stop on one.
-fn merged_entry(e: &[u8], vocab: &Vocab<'_>) -> bool {
-    if !vocab.contains(vocab::hash(e)) {
-        return false;
-    }
-    let first = 1 + e.iter().skip(1).take_while(|&&c| c & 0xC0 == 0x80).count();
-    first >= e.len()
-        || (first..e.len()).any(|k| {
-            e[k] & 0xC0 != 0x80
-                && vocab.contains(vocab::hash(&e[..k]))
-                && vocab.contains(vocab::hash(&e[k..]))
-        })
-}
-
-/// Tokens of a longest-first split of `b` against the vocabulary filter, trying every length
-/// up to [`vocab::MAX_LEN`] bytes: for runs of one character (`*****`, spaces), whose
-/// vocabulary entries come in sparse lengths (8, 16, 32, 64, 80, ...) that [`greedy_tokens`]
-/// would stop short of. A character that starts no entry costs what it costs alone.
-#[must_use]
-pub fn run_tokens(b: &[u8], vocab: &Vocab<'_>) -> u32 {
-    let mut n = 0;
-    let mut i = 0;
-    while i < b.len() {
-        let mut len = (b.len() - i).min(vocab::MAX_LEN);
-        let mut found = false;
-        while len > 0 {
-            let on_boundary = b.get(i + len).is_none_or(|&c| c & 0xC0 != 0x80);
-            if on_boundary && merged_entry(&b[i..i + len], vocab) {
-                found = true;
-                break;
-            }
-            len -= 1;
-        }
-        if found {
-            n += 1;
-            i += len;
-        } else {
-            let start = i;
-            i += 1;
-            while b.get(i).is_some_and(|&c| c & 0xC0 == 0x80) {
-                i += 1;
-            }
-            n += vocab.chars.of(&b[start..i]);
-        }
-    }
-    n
 }
 
 /// Tokens of a camelCase word split into its humps (a new hump at each lower → upper case
@@ -895,57 +779,6 @@ mod tests {
         }
         let c = estimate_tokens(b"hello world this is a test", Encoding::Conservative);
         assert!((6..=14).contains(&c), "{c}");
-    }
-
-    #[test]
-    fn greedy_split_of_unknown_words() {
-        let m = model(Encoding::Cl100k).expect("fitted");
-        // One token each: the filter has them whole.
-        assert_eq!(greedy_tokens(b" the", &m.vocab), 1);
-        assert_eq!(greedy_tokens(b"ization", &m.vocab), 1);
-        // A long made-up word splits into a few known parts.
-        let n = greedy_tokens(b" unbelievablyfastestimator", &m.vocab);
-        assert!((3..=7).contains(&n), "{n}");
-        assert_eq!(greedy_tokens(b"", &m.vocab), 0);
-    }
-
-    #[test]
-    fn characters_the_vocabulary_lacks_cost_what_they_cost_alone() {
-        // o200k: 훀 is three byte tokens, 즼 two (its first two bytes are merged); neither is
-        // a vocabulary entry, nor starts one.
-        let m = model(Encoding::O200k).expect("fitted");
-        assert_eq!(greedy_tokens("훀".as_bytes(), &m.vocab), 3);
-        assert_eq!(greedy_tokens("즼".as_bytes(), &m.vocab), 2);
-        assert_eq!(greedy_tokens("훀즼훀".as_bytes(), &m.vocab), 8);
-    }
-
-    #[test]
-    fn a_run_inside_a_piece_is_split_like_a_run() {
-        let m = model(Encoding::O200k).expect("fitted");
-        for ch in ["─", "=", "~"] {
-            let run = ch.repeat(48);
-            let piece = format!("╰{run}");
-            // The character before the run, then the run by its sparse vocabulary lengths.
-            assert_eq!(
-                greedy_tokens(piece.as_bytes(), &m.vocab),
-                greedy_tokens("╰".as_bytes(), &m.vocab) + run_tokens(run.as_bytes(), &m.vocab)
-            );
-            assert!(run_tokens(run.as_bytes(), &m.vocab) <= 6, "{ch}");
-        }
-        // A long run is not stopped at a length the filter only seems to have (58 `_` and 61
-        // `~` are 3 and 5 tokens in o200k; the filter has a false positive at each length).
-        assert_eq!(run_tokens("_".repeat(58).as_bytes(), &m.vocab), 3);
-        assert_eq!(run_tokens("~".repeat(61).as_bytes(), &m.vocab), 5);
-        assert!(merged_entry(b"==", &m.vocab) && merged_entry("─".as_bytes(), &m.vocab));
-        // The same for a long whole piece: 40 `#` and a newline are one piece, which the o200k
-        // filter seems to have (a false positive), but no cut of it: three tokens, not one.
-        let line = format!("{}\n", "#".repeat(40));
-        assert!(m.vocab.contains(vocab::hash(line.as_bytes())));
-        assert!(!merged_entry(line.as_bytes(), &m.vocab));
-        assert!(estimate_tokens(line.as_bytes(), Encoding::O200k) > 1);
-        // Three of a kind is no run; runs are of whole characters.
-        assert!(char_run(b"aaab", 0, 1).is_none());
-        assert_eq!(char_run("ééééx".as_bytes(), 0, 2), Some(8));
     }
 
     #[test]

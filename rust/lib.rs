@@ -3,10 +3,13 @@
 //! The core modules are plain Rust and never touch `PyO3`; the Python bindings live in
 //! `py.rs` behind the `python` feature, which maturin enables.
 
+#[cfg(target_arch = "x86_64")]
+mod avx512;
 pub mod batch;
 pub mod blocks;
 mod conservative;
 pub mod estimate;
+mod greedy;
 pub mod pairing;
 pub mod profiles;
 pub mod scan;

@@ -24,8 +24,7 @@ pub(crate) fn window_hits<const N: usize>(
 ) -> [u64; N] {
     #[cfg(target_arch = "x86_64")]
     if let Some(filters) = avx512::filters(models) {
-        // SAFETY: `filters` is only `Some` where the processor has the features the function
-        // is compiled for, and every filter is a whole one.
+        // SAFETY: `filters` is only `Some` where the processor has the features.
         return unsafe { avx512::hits(starts, span, filters) };
     }
     scalar_hits(starts, span, models)
@@ -61,41 +60,24 @@ pub(crate) fn scalar_hits<const N: usize>(
 mod avx512 {
     #[allow(clippy::wildcard_imports)]
     use std::arch::x86_64::*;
-    use std::sync::OnceLock;
 
+    use crate::avx512::{hash8, k_len, probe, slots, words};
     use crate::estimate::Model;
-    use crate::vocab::{BLOCKS, FILTER_BYTES, K, K2};
-    use crate::window_cost::SPAN;
+    use crate::window_cost::{SHORT, SPAN};
 
-    /// Whether this processor runs [`hits`] (checked once).
-    fn available() -> bool {
-        static AVAILABLE: OnceLock<bool> = OnceLock::new();
-        *AVAILABLE.get_or_init(|| {
-            is_x86_feature_detected!("avx512f")
-                && is_x86_feature_detected!("avx512bw")
-                && is_x86_feature_detected!("avx512dq")
-                && is_x86_feature_detected!("avx512vbmi")
-                && is_x86_feature_detected!("avx512vbmi2")
-                && is_x86_feature_detected!("avx512bitalg")
-                && is_x86_feature_detected!("bmi2")
-                && is_x86_feature_detected!("popcnt")
-                && std::env::var_os("CTXBUDGET_NO_AVX512").is_none()
-        })
-    }
-
-    /// The models' filters as word pointers, when [`hits`] can run on them: AVX-512 is there
-    /// and every filter is whole (an empty one holds nothing, which the scalar path handles).
+    /// The models' filters' words, when [`hits`] can run on them: the processor has the
+    /// features and every filter is whole.
     #[allow(clippy::inline_always)] // hot path; measurably faster inlined
     #[inline(always)]
     pub(super) fn filters<const N: usize>(models: &[Model; N]) -> Option<[*const i64; N]> {
-        if !available()
-            || models
-                .iter()
-                .any(|m| m.vocab.filter.0.len() != FILTER_BYTES)
-        {
+        if !crate::avx512::available() {
             return None;
         }
-        Some(models.map(|m| m.vocab.filter.0.as_ptr().cast()))
+        let mut all = [std::ptr::null(); N];
+        for (w, m) in all.iter_mut().zip(models) {
+            *w = words(m.vocab.filter)?;
+        }
+        Some(all)
     }
 
     /// Byte `i` is `i`.
@@ -109,40 +91,12 @@ mod avx512 {
         iota
     };
 
-    /// The low and high words of the 128-bit products of `a` and `b`, lane by lane, xored
-    /// ([`vocab::hash_words`](crate::vocab::hash_words)'s fold), from 32-bit multiplies.
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    fn fold(a: __m512i, b: __m512i) -> __m512i {
-        let low = _mm512_set1_epi64(0xFFFF_FFFF);
-        let (a1, b1) = (_mm512_srli_epi64::<32>(a), _mm512_srli_epi64::<32>(b));
-        let p00 = _mm512_mul_epu32(a, b);
-        let p01 = _mm512_mul_epu32(a, b1);
-        let p10 = _mm512_mul_epu32(a1, b);
-        let p11 = _mm512_mul_epu32(a1, b1);
-        let mid = _mm512_add_epi64(
-            _mm512_srli_epi64::<32>(p00),
-            _mm512_add_epi64(_mm512_and_si512(p01, low), _mm512_and_si512(p10, low)),
-        );
-        let lo = _mm512_or_si512(_mm512_and_si512(p00, low), _mm512_slli_epi64::<32>(mid));
-        let hi = _mm512_add_epi64(
-            _mm512_add_epi64(p11, _mm512_srli_epi64::<32>(mid)),
-            _mm512_add_epi64(_mm512_srli_epi64::<32>(p01), _mm512_srli_epi64::<32>(p10)),
-        );
-        _mm512_xor_si512(lo, hi)
-    }
-
-    /// For each lane's hash, bytes whose low six bits are the six filter bits it sets
-    /// ([`vocab`](crate::vocab)'s `slot`); the last two repeat the first.
-    const FIELDS: i64 = i64::from_le_bytes([0, 6, 12, 18, 24, 30, 0, 0]);
-
     /// [`window_hits`](super::window_hits), eight pieces at a time.
     ///
     /// # Safety
-    /// The processor must have the features [`available`] checks, and each of `filters` must
-    /// point to [`FILTER_BYTES`] bytes.
+    /// The processor must have the features ([`crate::avx512::available`]), and `filters` must come from [`filters`].
     #[target_feature(
-        enable = "avx512f,avx512bw,avx512dq,avx512vbmi,avx512vbmi2,avx512bitalg,bmi2,popcnt"
+        enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx512vbmi2,avx512bitalg,bmi1,bmi2,popcnt"
     )]
     pub(super) unsafe fn hits<const N: usize>(
         starts: u64,
@@ -172,10 +126,7 @@ mod avx512 {
         );
         let lane_bytes = _mm512_set1_epi64(0x0706_0504_0302_0100);
         let (eight, byte) = (_mm512_set1_epi8(8), _mm512_set1_epi64(0xFF));
-        let short = _mm512_set1_epi64(i64::from(super::SHORT));
-        let (k, k2) = (_mm512_set1_epi64(K as i64), _mm512_set1_epi64(K2 as i64));
-        let block_mask = _mm512_set1_epi64(BLOCKS as i64 - 1);
-        let fields_at = _mm512_set1_epi64(FIELDS);
+        let short = _mm512_set1_epi64(i64::from(SHORT));
         let mut lane_hits = [0u64; N];
         let mut group = 0;
         while group < count {
@@ -193,20 +144,10 @@ mod avx512 {
             let left = count - group;
             let lanes = if left >= 8 { 0xFF } else { (1u8 << left) - 1 };
             let valid = _mm512_mask_cmple_epu64_mask(lanes, len, short);
-            let h = fold(
-                _mm512_ternarylogic_epi64::<0x96>(lo, k, _mm512_mullo_epi64(len, k2)),
-                _mm512_xor_si512(hi, k2),
-            );
-            let block = _mm512_and_si512(_mm512_srli_epi64::<49>(h), block_mask);
-            let fields = _mm512_multishift_epi64_epi8(fields_at, h);
+            let slots = slots(hash8(lo, hi, k_len(len)));
             for (lane_hit, &filter) in lane_hits.iter_mut().zip(&filters) {
-                // SAFETY: each block index is below BLOCKS, and the filter holds BLOCKS words.
-                let words = unsafe {
-                    _mm512_mask_i64gather_epi64::<8>(_mm512_setzero_si512(), valid, block, filter)
-                };
-                // A piece may be a member where its block has all its bits: all eight picked.
-                let set = _mm512_movm_epi8(_mm512_bitshuffle_epi64_mask(words, fields));
-                let hit = _mm512_mask_cmpeq_epi64_mask(valid, set, _mm512_set1_epi64(-1));
+                // SAFETY: `filter` comes from `filters`.
+                let hit = unsafe { probe(slots, valid, filter) };
                 *lane_hit |= u64::from(hit) << group;
             }
             group += 8;

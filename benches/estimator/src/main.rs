@@ -18,12 +18,17 @@
 
 #![allow(dead_code)]
 
+#[cfg(target_arch = "x86_64")]
+#[path = "../../../rust/avx512.rs"]
+mod avx512;
 #[path = "../../../rust/blocks.rs"]
 mod blocks;
 #[path = "../../../rust/conservative.rs"]
 mod conservative;
 #[path = "../../../rust/estimate.rs"]
 mod estimate;
+#[path = "../../../rust/greedy.rs"]
+mod greedy;
 #[path = "../../../rust/profiles.rs"]
 mod profiles;
 #[path = "../../../rust/scan.rs"]
