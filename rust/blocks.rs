@@ -1,16 +1,16 @@
 //! Pre-tokenization of ASCII text 64 bytes at a time, with bit masks instead of a byte loop.
 //!
 //! A window of 64 bytes that starts at a known piece start is classified into one bit mask per
-//! character class (SSE2 on `x86_64`, a byte loop elsewhere). The pre-tokenizer rules that
-//! [`scan`](crate::scan) applies byte by byte become shifts, ands and one carry-propagating add
-//! over those masks, giving the set of positions where a piece starts. Starts that could still
-//! depend on bytes past the window (inside its last run of one class) are not trusted: the
-//! pieces that end at trusted starts are emitted, with the same features the byte scanner
-//! computes, and the next window starts at the last trusted start (contractions read the two
-//! characters after an apostrophe from the text itself, wherever they are). A window
-//! stops at its first non-ASCII byte; the byte scanner takes over there (see
-//! [`scan::scan`](crate::scan::scan)), and it stays the reference: tests check that both give
-//! identical pieces.
+//! character class (AVX-512 or SSE2 on `x86_64`, a byte loop elsewhere). The pre-tokenizer
+//! rules that [`scan`](crate::scan) applies byte by byte become shifts, ands and one
+//! carry-propagating add over those masks, giving the set of positions where a piece starts.
+//! Starts that could still depend on bytes past the window (inside its last run of one class)
+//! are not trusted: the pieces that end at trusted starts are emitted, with the same features
+//! the byte scanner computes, and the next window starts at the last trusted start
+//! (contractions read the two characters after an apostrophe from the text itself, wherever
+//! they are). A window stops at its first non-ASCII byte; the byte scanner takes over there
+//! (see [`scan::scan`](crate::scan::scan)), and it stays the reference: tests check that both
+//! give identical pieces.
 //!
 //! Rules for ASCII, per piece start (cl100k; o200k differs where noted):
 //! - a letter run starts a piece, or its previous character does when that is whitespace
@@ -54,7 +54,7 @@ pub fn next_ascii(text: &[u8], from: usize) -> usize {
 }
 
 /// One bit per byte of the window, per character class.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct Masks {
     lower: u64,
     upper: u64,
@@ -77,10 +77,57 @@ struct Masks {
     high: u64,
 }
 
+/// The class masks of a window: with AVX-512 where the processor has it, else SSE2.
 #[cfg(target_arch = "x86_64")]
 #[allow(clippy::inline_always)] // hot path; measurably faster inlined
 #[inline(always)]
 fn masks(w: &[u8; WIDTH]) -> Masks {
+    if crate::avx512::available() {
+        // SAFETY: the processor has the features.
+        unsafe { masks_avx512(w) }
+    } else {
+        masks_sse2(w)
+    }
+}
+
+/// [`masks`] 64 bytes at once.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(
+    enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx512vbmi2,avx512bitalg,bmi1,bmi2,popcnt"
+)]
+fn masks_avx512(w: &[u8; WIDTH]) -> Masks {
+    #[allow(clippy::wildcard_imports)]
+    use std::arch::x86_64::*;
+    // SAFETY: 64 bytes.
+    let v = unsafe { _mm512_loadu_si512(w.as_ptr().cast()) };
+    let eq = |b: u8| _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(b as i8));
+    let range = |lo: u8, n: u8| {
+        _mm512_cmplt_epu8_mask(
+            _mm512_sub_epi8(v, _mm512_set1_epi8(lo as i8)),
+            _mm512_set1_epi8(n as i8),
+        )
+    };
+    let (lf, space, tab) = (eq(b'\n'), eq(b' '), eq(b'\t'));
+    Masks {
+        lower: range(b'a', 26),
+        upper: range(b'A', 26),
+        digit: range(b'0', 10),
+        nl: lf | eq(b'\r'),
+        lf,
+        ws: space | tab | range(0x0b, 2),
+        space,
+        tab,
+        apos: eq(b'\''),
+        slash: eq(b'/'),
+        high: _mm512_movepi8_mask(v),
+    }
+}
+
+/// [`masks`] 16 bytes at a time.
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::inline_always)] // hot path; measurably faster inlined
+#[inline(always)]
+fn masks_sse2(w: &[u8; WIDTH]) -> Masks {
     #[allow(clippy::wildcard_imports)]
     use std::arch::x86_64::*;
     let mut m = Masks::default();
@@ -143,6 +190,12 @@ fn high_bytes(w: &[u8; WIDTH]) -> u64 {
 
 #[cfg(not(target_arch = "x86_64"))]
 fn masks(w: &[u8; WIDTH]) -> Masks {
+    masks_bytes(w)
+}
+
+/// [`masks`] a byte at a time: the path without SSE2, and the tests' reference.
+#[cfg(any(not(target_arch = "x86_64"), test))]
+fn masks_bytes(w: &[u8; WIDTH]) -> Masks {
     let mut m = Masks::default();
     for (k, &b) in w.iter().enumerate() {
         let bit = 1u64 << k;
@@ -524,6 +577,27 @@ pub fn settle<'a>(
 mod tests {
     use crate::scan::{scan, scan_bytes, Dialect, Piece};
     use crate::testing::XorShift;
+
+    #[test]
+    fn every_path_classifies_each_byte_alike() {
+        let mut rng = XorShift(0xB10C_5EED);
+        for _ in 0..20_000 {
+            let mut w = [0u8; super::WIDTH];
+            // All 256 byte values, the ASCII classes' edges more often.
+            let edges = b"`az{@AZ[/09:\x09\x0a\x0b\x0c\x0d\x0e\x1f '\x7f\x80\xff";
+            for b in &mut w {
+                *b = if rng.below(2) == 0 {
+                    edges[rng.index(edges.len())]
+                } else {
+                    rng.below(256) as u8
+                };
+            }
+            let want = super::masks_bytes(&w);
+            assert_eq!(super::masks(&w), want, "{w:?}");
+            #[cfg(target_arch = "x86_64")]
+            assert_eq!(super::masks_sse2(&w), want, "{w:?}");
+        }
+    }
 
     fn both(text: &[u8], d: Dialect) -> (Vec<Piece>, Vec<Piece>) {
         let (mut fast, mut slow) = (Vec::new(), Vec::new());
