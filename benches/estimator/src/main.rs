@@ -232,7 +232,8 @@ fn bench_hits(path: &str) {
     let mut windows = Vec::new();
     scan::scan_steps(&data, Dialect::O200k, |step| {
         if let scan::Step::Window(s) = step {
-            windows.push((s.starts, window_cost::span_at(&data, s.at)));
+            let mut pad = [0u8; window_cost::SPAN];
+            windows.push((s.starts, *window_cost::span_at(&data, s.at, &mut pad)));
         }
     });
     let hits = |f: fn(u64, &[u8; window_cost::SPAN], &[estimate::Model; 1]) -> [u64; 1]| {
