@@ -437,11 +437,12 @@ impl Memo {
     fn get_or(&mut self, hash: u64, cost: impl FnOnce() -> u64) -> u64 {
         // Bits the vocabulary filter does not use for its block or bit choice.
         let index = (hash >> 36) as usize & (MEMO_SLOTS - 1);
+        // A slot holds the cost plus one: zero is an empty slot, whatever the hash.
         match self.slots.get_mut(index) {
-            Some(slot) if slot.0 == hash => slot.1,
+            Some(slot) if slot.0 == hash && slot.1 != 0 => slot.1 - 1,
             Some(slot) => {
                 let c = cost();
-                *slot = (hash, c);
+                *slot = (hash, c.saturating_add(1));
                 c
             }
             None => cost(),
@@ -918,6 +919,30 @@ mod tests {
         texts.extend((0..count).map(|k| random_text(&mut rng, 1 + k % longest)));
         texts.push(random_text(&mut rng, long));
         texts
+    }
+
+    #[test]
+    fn a_memo_gives_back_what_it_was_given_for_any_hash() {
+        let mut memo = Memo::for_text(1 << 20).expect("long enough");
+        // Hash 0 is no empty slot, and a cost of 0 is kept like any other.
+        for (hash, cost) in [
+            (0u64, 7u64),
+            (0, 7),
+            (1 << 36, 0),
+            (1 << 36, 0),
+            (u64::MAX, 3),
+        ] {
+            assert_eq!(memo.get_or(hash, || cost), cost, "hash {hash:#x}");
+        }
+        // A hash seen before is not costed again; an empty slot always is.
+        let mut calls = 0;
+        for _ in 0..3 {
+            memo.get_or(0, || {
+                calls += 1;
+                7
+            });
+        }
+        assert_eq!(calls, 0);
     }
 
     #[test]
