@@ -12,7 +12,7 @@ use crate::units::{Surrogate, Text};
 /// than it saves.
 pub const PARALLEL_THRESHOLD: usize = 256 * 1024;
 
-/// The estimate of every text, in order; in parallel (this process's [`pool`]) when the batch holds
+/// The estimate of every text, in order; in parallel (this process's `pool`) when the batch holds
 /// at least [`PARALLEL_THRESHOLD`] bytes and more than one text.
 ///
 /// # Errors
@@ -87,7 +87,7 @@ pub const PARALLEL_TEXT_THRESHOLD: usize = 1024 * 1024;
 /// Parts per thread of a text estimated in parallel (uneven parts even out).
 const PARTS_PER_THREAD: usize = 4;
 
-/// The estimate of one large text with its parts estimated in parallel (this process's [`pool`]):
+/// The estimate of one large text with its parts estimated in parallel (this process's `pool`):
 /// the same number as [`Text::estimate`], since the parts are cut where every pre-tokenizer
 /// starts a new piece ([`Text::split`]) and their table units are summed before rounding.
 ///

@@ -1,14 +1,14 @@
 //! Token estimation: pre-tokenization pieces → vocabulary filter → fitted tables → token count.
 //!
-//! [`scan`](crate::scan) splits the text the way each encoding's pre-tokenizer would. A piece
+//! [`scan`] splits the text the way each encoding's pre-tokenizer would. A piece
 //! that the encoding's vocabulary has whole (a blocked Bloom filter over the vocabulary, see
-//! [`vocab`](crate::vocab)) costs one token: that settles two thirds of all pieces exactly. Any
+//! [`vocab`]) costs one token: that settles two thirds of all pieces exactly. Any
 //! other piece is split greedily into the longest entries the filter knows ([`greedy_tokens`]),
 //! and the count of that split, with the piece's kind, prefix, script/content and case, picks a
 //! cell of a small table (1..=16, longer counts scale the last cell) holding the mean number of
 //! tokens such pieces really cost in that encoding, in 1/256 token units. Digit runs are split
 //! into the encoding's digit groups. The filters and tables are generated offline from the real
-//! tokenizers by `benches/fit_estimator.py` and live in [`profiles`](crate::profiles).
+//! tokenizers by `benches/fit_estimator.py` and live in [`profiles`].
 //!
 //! The pieces of an ASCII window are hashed and probed together
 //! (`rust/window_cost.rs`); `Conservative` takes its three encodings from one pass
@@ -605,7 +605,7 @@ fn conservative(all: [u64; 3]) -> u64 {
 ///
 /// One pass over the bytes; invalid UTF-8 bytes and other oddities never panic (an invalid byte
 /// counts as one token). `Conservative` is the largest of the cl100k, qwen3 and o200k estimates
-/// ([`units_conservative`]), raised by a margin fitted to keep it above all four tokenizers.
+/// (`units_conservative`), raised by a margin fitted to keep it above all four tokenizers.
 #[must_use]
 pub fn estimate_tokens(text: &[u8], encoding: Encoding) -> u64 {
     let mut e = Estimator::new(encoding);

@@ -934,7 +934,7 @@ impl Scanner<'_> {
 /// A piece as the scanner found it: its byte range at once, its features when asked for.
 ///
 /// The estimator looks most pieces up in the vocabulary by their bytes alone; building the
-/// features of a piece found by [`blocks`](crate::blocks) costs about as much as finding it.
+/// features of a piece found by [`blocks`] costs about as much as finding it.
 pub struct Found<'a> {
     /// Start byte offset.
     pub start: usize,
@@ -1018,7 +1018,7 @@ impl<'a> Found<'a> {
 /// Splits `text` into pre-tokenization pieces in order, calling `emit` for each.
 ///
 /// Pieces are contiguous and cover the whole input; each has at least one byte. ASCII text goes
-/// through [`blocks`](crate::blocks) 64 bytes at a time; the rest, piece by piece, through the
+/// through [`blocks`] 64 bytes at a time; the rest, piece by piece, through the
 /// byte scanner ([`scan_bytes`]), which gives the same pieces.
 #[inline]
 pub fn scan<F: FnMut(Piece)>(text: &[u8], dialect: Dialect, mut emit: F) {
@@ -1079,7 +1079,7 @@ pub(crate) fn found_at(text: &[u8], i: usize, dialect: Dialect) -> Found<'static
     Found::ready(Scanner { t: text, dialect }.piece(i))
 }
 
-/// [`scan`] with the byte scanner alone: the reference for [`blocks`](crate::blocks).
+/// [`scan`] with the byte scanner alone: the reference for [`blocks`].
 pub fn scan_bytes<F: FnMut(Piece)>(text: &[u8], dialect: Dialect, mut emit: F) {
     let sc = Scanner { t: text, dialect };
     let mut i = 0;

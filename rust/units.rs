@@ -10,7 +10,7 @@
 //!
 //! A buffer without any (64 KB without a line start, or a word followed by a space or
 //! punctuation: a long hex or base64 line) grows, doubling, until one comes; only a run of
-//! [`MAX_BUF`] without any is cut at its end, where the estimate may then differ from the UTF-8
+//! `MAX_BUF` without any is cut at its end, where the estimate may then differ from the UTF-8
 //! one by about a token.
 
 use crate::estimate::{Encoding, Estimator};
