@@ -3,8 +3,8 @@
 //!
 //! Only on `x86_64`, and only where [`available`] says the processor has the features (checked
 //! once, at run time): callers keep a one-by-one path beside each use and tests check that
-//! both agree. `CTXBUDGET_NO_AVX512` in the environment turns the vector paths off (to compare
-//! or to rule them out).
+//! both agree. `CTXBUDGET_NO_AVX512` in the environment, set to any value (even `0`), turns the
+//! vector paths off for the process (to compare or to rule them out); it is read once.
 
 #[allow(clippy::wildcard_imports)]
 use std::arch::x86_64::*;
@@ -84,8 +84,9 @@ pub(crate) fn k_len(len: __m512i) -> __m512i {
     )
 }
 
-/// For each lane's hash, bytes whose low six bits are the six filter bits it sets
-/// ([`vocab`](crate::vocab)'s `slot`); the last two repeat the first.
+/// Bit offsets in a hash of the six 6-bit fields that pick a filter block's bits
+/// ([`vocab`](crate::vocab)'s `slot`), one per byte for a multishift; the last two repeat the
+/// first.
 const FIELDS: i64 = i64::from_le_bytes([0, 6, 12, 18, 24, 30, 0, 0]);
 
 /// A hashed lane's place in a filter: its block and the six bits it wants there.
@@ -111,7 +112,8 @@ pub(crate) fn slots(h: __m512i) -> Slots {
 /// Which of the `valid` lanes the filter at `words` may hold.
 ///
 /// # Safety
-/// `words` must come from [`words`] (a whole filter).
+/// The processor must have the features ([`available`]), and `words` must come from [`words`]
+/// (a whole filter).
 #[inline]
 #[target_feature(
     enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx512vbmi2,avx512bitalg,bmi1,bmi2,popcnt"

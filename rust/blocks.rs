@@ -77,7 +77,8 @@ struct Masks {
     high: u64,
 }
 
-/// The class masks of a window: with AVX-512 where the processor has it, else SSE2.
+/// The class masks of a window: with AVX-512 where the processor has the features every
+/// vector path needs (see `rust/avx512.rs`), else SSE2.
 #[cfg(target_arch = "x86_64")]
 #[allow(clippy::inline_always)] // hot path; measurably faster inlined
 #[inline(always)]
@@ -580,6 +581,7 @@ mod tests {
 
     #[test]
     fn every_path_classifies_each_byte_alike() {
+        crate::testing::vector_paths_as_required();
         let mut rng = XorShift(0xB10C_5EED);
         for _ in 0..20_000 {
             let mut w = [0u8; super::WIDTH];

@@ -182,6 +182,13 @@ const fn cats(list: &[Cat]) -> u16 {
     set
 }
 
+/// cl100k's letters (`\p{L}`).
+const CL100K_LETTERS: u16 = cats(&[Cat::Lower, Cat::Upper, Cat::Caseless]);
+/// o200k's first case class of a word, `[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]`.
+const O200K_UPPER_PART: u16 = cats(&[Cat::Upper, Cat::Caseless, Cat::Mark]);
+/// o200k's second case class of a word, `[\p{Ll}\p{Lm}\p{Lo}\p{M}]`.
+const O200K_LOWER_PART: u16 = cats(&[Cat::Lower, Cat::Caseless, Cat::Mark]);
+
 /// A decoded character: category, script (letters/marks), byte length.
 #[derive(Debug, Clone, Copy)]
 struct Ch {
@@ -658,9 +665,7 @@ impl Scanner<'_> {
         match self.dialect {
             Dialect::Cl100k => loop {
                 j = sh.ascii_run(t, j, u8::is_ascii_alphabetic);
-                j = sh
-                    .letter_run(t, j, cats(&[Cat::Lower, Cat::Upper, Cat::Caseless]))
-                    .0;
+                j = sh.letter_run(t, j, CL100K_LETTERS).0;
                 let c = char_at(t, j);
                 if !is_letter(c.cat, Dialect::Cl100k) {
                     break;
@@ -676,7 +681,7 @@ impl Scanner<'_> {
                 loop {
                     j = sh.ascii_run(t, j, u8::is_ascii_uppercase);
                     let run;
-                    (j, run) = sh.letter_run(t, j, cats(&[Cat::Upper, Cat::Caseless, Cat::Mark]));
+                    (j, run) = sh.letter_run(t, j, O200K_UPPER_PART);
                     last_caseless_end = run.or(last_caseless_end);
                     c = char_at(t, j);
                     if !matches!(c.cat, Cat::Upper | Cat::Caseless | Cat::Mark) {
@@ -691,9 +696,7 @@ impl Scanner<'_> {
                 if c.cat == Cat::Lower {
                     loop {
                         j = sh.ascii_run(t, j, u8::is_ascii_lowercase);
-                        j = sh
-                            .letter_run(t, j, cats(&[Cat::Lower, Cat::Caseless, Cat::Mark]))
-                            .0;
+                        j = sh.letter_run(t, j, O200K_LOWER_PART).0;
                         c = char_at(t, j);
                         if !matches!(c.cat, Cat::Lower | Cat::Caseless | Cat::Mark) {
                             break;
@@ -1137,11 +1140,7 @@ mod tests {
             b"\x80",
             b"\xbf",
         ];
-        let sets = [
-            cats(&[Cat::Lower, Cat::Upper, Cat::Caseless]),
-            cats(&[Cat::Upper, Cat::Caseless, Cat::Mark]),
-            cats(&[Cat::Lower, Cat::Caseless, Cat::Mark]),
-        ];
+        let sets = [CL100K_LETTERS, O200K_UPPER_PART, O200K_LOWER_PART];
         let mut rng = crate::testing::XorShift(0x0CA5_E1E5);
         for _ in 0..30_000 {
             let mut t = Vec::new();

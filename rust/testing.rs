@@ -22,3 +22,18 @@ impl XorShift {
         (self.next() % len as u64) as usize
     }
 }
+
+/// Fails where `CTXBUDGET_REQUIRE_AVX512` is set and the AVX-512 paths would not run: tests
+/// comparing those paths with the one-by-one ones would otherwise pass without running them.
+pub fn vector_paths_as_required() {
+    if std::env::var_os("CTXBUDGET_REQUIRE_AVX512").is_some() {
+        #[cfg(target_arch = "x86_64")]
+        let available = crate::avx512::available();
+        #[cfg(not(target_arch = "x86_64"))]
+        let available = false;
+        assert!(
+            available,
+            "CTXBUDGET_REQUIRE_AVX512 is set, but the AVX-512 paths are off"
+        );
+    }
+}

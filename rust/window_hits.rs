@@ -13,8 +13,9 @@ use crate::estimate::Model;
 use crate::window_cost::{load16, short_hash, SHORT, SPAN};
 
 /// Bit `start` set for each settled piece (`start` a set bit of `starts` below its last one) of
-/// at most [`SHORT`] bytes that the filter of each model in `models` holds. `span` holds the
-/// window's bytes ([`SPAN`] of them, zero past the text's end).
+/// at most [`SHORT`] bytes that the filter of each model in `models` holds. `starts` is a
+/// settled window's ([`Settled`](crate::blocks::Settled)): bit 0 and at least one more set.
+/// `span` holds the window's bytes ([`SPAN`] of them, zero past the text's end).
 #[allow(clippy::inline_always)] // hot path; measurably faster inlined
 #[inline(always)]
 pub(crate) fn window_hits<const N: usize>(
@@ -22,6 +23,7 @@ pub(crate) fn window_hits<const N: usize>(
     span: &[u8; SPAN],
     models: &[Model; N],
 ) -> [u64; N] {
+    debug_assert!(starts & 1 != 0 && starts.count_ones() >= 2, "{starts:#x}");
     #[cfg(target_arch = "x86_64")]
     if let Some(filters) = avx512::filters(models) {
         // SAFETY: `filters` is only `Some` where the processor has the features.
@@ -187,6 +189,7 @@ mod tests {
 
     #[test]
     fn every_path_finds_the_pieces_one_probe_each_finds() {
+        crate::testing::vector_paths_as_required();
         let models = [
             Encoding::Cl100k,
             Encoding::O200k,
