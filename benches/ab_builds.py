@@ -11,10 +11,10 @@ holds. Build the other revision's extension module and pass both paths::
     python benches/ab_builds.py A.so B.so --encodings conservative --classes prose,cjk
     python benches/ab_builds.py A.so B.so --small     # microseconds per call, short messages
 
-Per class of the eval split (as ``benches/speed.py`` builds them, each repeated to ``--mb``
-MB): MB/s of ``estimate_tokens`` from ``str`` for A and for B, median of ``--repeat``
-alternated calls timed by the thread's CPU time, the ratio B/A and both counts (the same
-unless the builds' tables differ).
+Per class of the eval split (as ``benches/speed.py`` builds them, as they are unless ``--mb``
+repeats them; ``--corpus DIR`` for any DIR/<class>/*.txt): MB/s of ``estimate_tokens`` from
+``str`` for A and for B, median of ``--repeat`` alternated calls timed by the thread's CPU
+time, the ratio B/A and both counts (the same unless the builds' tables differ).
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def alternate(calls: tuple[Callable[[], object], Callable[[], object]], repeat: 
 
 
 def throughput(a: ModuleType, b: ModuleType, args: argparse.Namespace) -> None:
-    texts = speed.classes(None)
+    texts = speed.classes(args.corpus)
     wanted = args.classes.split(",") if args.classes else list(texts)
     print(f"{'class/encoding':28s} {'A MB/s':>8s} {'B MB/s':>8s} speed B/A  counts A, B")
     for cls in wanted:
@@ -104,7 +104,14 @@ def main() -> int:
     ap.add_argument("b", type=Path, help="the build measured against it")
     ap.add_argument("--encodings", default="o200k,conservative")
     ap.add_argument("--classes", help="comma-separated classes (default: all)")
-    ap.add_argument("--mb", type=float, default=2.0, help="MB of text per class")
+    ap.add_argument("--corpus", type=Path, help="any DIR/<class>/*.txt instead of the eval split")
+    ap.add_argument(
+        "--mb",
+        type=float,
+        default=0.0,
+        help="repeat each class's text to this many MB (default 0: as it is; repeats let the "
+        "memo of split costs serve later copies)",
+    )
     ap.add_argument("--repeat", type=int, default=9, help="alternated calls per build")
     ap.add_argument("--small", action="store_true", help="short messages instead of classes")
     args = ap.parse_args()

