@@ -1,13 +1,14 @@
 //! Which pieces of one ASCII window the vocabulary filters hold: the hit path of
 //! [`window_units`](crate::window_cost::window_units).
 //!
-//! Each piece a window settles is hashed ([`vocab::hash_words`] of its bytes zero-padded to 16)
+//! Each piece a window settles is hashed (`vocab::hash_words` of its bytes zero-padded to 16)
 //! and probed in each model's filter. One piece at a time that is some 50 instructions a piece.
-//! Where the processor has AVX-512 (with VBMI and VBMI2, detected at run time), eight pieces go
-//! through at once: their start and end offsets are compressed out of the window's start bits,
-//! their bytes gathered from the window by a byte permutation masked to each piece's length,
-//! the 64 × 64 → 128-bit multiply of the hash built from four 32-bit ones, and the filters'
-//! words fetched with one gather per model. Both paths give the same bits; a test checks it.
+//! Where the processor has the AVX-512 features of `rust/avx512.rs` (detected at run time),
+//! eight pieces go through at once: their start and end offsets are compressed out of the
+//! window's start bits, their bytes gathered from the window by a byte permutation masked to
+//! each piece's length, the 64 × 64 → 128-bit multiply of the hash built from four 32-bit ones,
+//! and the filters' words fetched with one gather per model. Both paths give the same bits; a
+//! test checks it.
 
 use crate::estimate::Model;
 use crate::window_cost::{load16, short_hash, SHORT, SPAN};
@@ -96,7 +97,8 @@ mod avx512 {
     /// [`window_hits`](super::window_hits), eight pieces at a time.
     ///
     /// # Safety
-    /// The processor must have the features ([`crate::avx512::available`]), and `filters` must come from [`filters`].
+    /// The processor must have the features ([`crate::avx512::available`]), and `filters`
+    /// must come from [`filters`].
     #[target_feature(
         enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx512vbmi2,avx512bitalg,bmi1,bmi2,popcnt"
     )]
