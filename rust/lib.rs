@@ -26,4 +26,6 @@ mod testing;
 #[cfg(feature = "python")]
 mod py;
 #[cfg(feature = "python")]
+mod py_chat;
+#[cfg(feature = "python")]
 mod py_prefix;

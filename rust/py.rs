@@ -19,7 +19,7 @@ pyo3::import_exception!(ctxbudget.errors, BinaryContentError);
 const DETACH_THRESHOLD: usize = 64 * 1024;
 
 /// Borrowed bytes of a `bytes`, `bytearray` or `memoryview` (any C-contiguous buffer).
-enum ByteSource<'py> {
+pub(crate) enum ByteSource<'py> {
     Bytes(Bound<'py, PyBytes>),
     Buffer(PyUntypedBuffer),
 }
@@ -80,7 +80,7 @@ fn type_name(obj: &Bound<'_, PyAny>) -> String {
 }
 
 /// Runs `f` with the interpreter released when the input is large enough to be worth it.
-fn maybe_detach<T: Send>(py: Python<'_>, len: usize, f: impl FnOnce() -> T + Send) -> T {
+pub(crate) fn maybe_detach<T: Send>(py: Python<'_>, len: usize, f: impl FnOnce() -> T + Send) -> T {
     if len >= DETACH_THRESHOLD {
         py.detach(f)
     } else {
@@ -97,7 +97,7 @@ fn text_error(err: &TextError) -> PyErr {
     ))
 }
 
-fn parse_encoding(name: &str) -> PyResult<Encoding> {
+pub(crate) fn parse_encoding(name: &str) -> PyResult<Encoding> {
     Encoding::from_name(name).ok_or_else(|| {
         let known: Vec<&str> = Encoding::ALL.iter().map(|e| e.name()).collect();
         PyValueError::new_err(format!(
@@ -155,7 +155,7 @@ fn detect_type(data: &Bound<'_, PyAny>) -> PyResult<Option<&'static str>> {
 }
 
 /// The text of a `str` (its own PEP 393 storage, no UTF-8 copy) or of a bytes-like object.
-enum TextSource<'py> {
+pub(crate) enum TextSource<'py> {
     Str(Bound<'py, PyString>),
     Bytes(ByteSource<'py>),
 }
@@ -177,7 +177,7 @@ impl<'py> TextSource<'py> {
         }
     }
 
-    fn text(&self) -> PyResult<Text<'_>> {
+    pub(crate) fn text(&self) -> PyResult<Text<'_>> {
         match self {
             Self::Bytes(bytes) => Ok(Text::Utf8(bytes.as_slice())),
             // SAFETY: the data stays valid and unchanged while `self` holds the (immutable)
@@ -373,6 +373,8 @@ mod _core {
         check_text, detect_type, encodings, estimate_batch, estimate_tokens, select_largest,
         validate_pairing, validate_text,
     };
+    #[pymodule_export]
+    use crate::py_chat::chat_counts;
     #[pymodule_export]
     use crate::py_prefix::unchanged_prefix;
 }

@@ -5,11 +5,13 @@ from __future__ import annotations
 import copy
 import json
 import threading
+from functools import partial
 from typing import Any
 
 import pytest
 
 from ctxbudget import estimate_tokens
+from ctxbudget import request as request_module
 from ctxbudget.messages import MessageFormatError, convert_messages
 from ctxbudget.request import (
     PROFILES,
@@ -332,12 +334,13 @@ def test_token_counter_objects_keep_their_label() -> None:
 # --------------------------------------------------------------------------- the cache
 
 
-def test_append_reuses_and_matches_cold() -> None:
+def test_append_reuses_and_matches_cold(monkeypatch: pytest.MonkeyPatch) -> None:
     est = RequestEstimator("gpt-4o")
     history = text_chat(20)
     est.estimate(history, tools=TOOLS)
     calls: list[str] = []
     original = est._count_fn
+    core_counts = request_module.chat_counts
 
     def spy() -> Any:
         fn = original()
@@ -348,7 +351,12 @@ def test_append_reuses_and_matches_cold() -> None:
 
         return count
 
+    def spy_core(messages: list[Any], encoding: str) -> Any:
+        calls.extend(m["content"] for m in messages)
+        return core_counts(messages, encoding)
+
     est._count_fn = spy  # type: ignore[method-assign]
+    monkeypatch.setattr(request_module, "chat_counts", spy_core)
     history = [*history, {"role": "user", "content": "and now the tests"}]
     warm = est.estimate(history, tools=TOOLS)
     assert calls == ["and now the tests"]  # only the new message was counted
@@ -647,11 +655,9 @@ def test_share_counts_refuses_estimators_that_count_differently() -> None:
         RequestEstimator("gpt-4o").share_counts(RequestEstimator("gpt-4o", encoding="cl100k"))
 
 
-def test_large_cold_estimate_is_counted_in_one_batch_with_the_same_numbers(
+def test_large_cold_estimate_is_counted_in_one_core_call_with_the_same_numbers(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import ctxbudget.request as request
-
     msgs: list[dict[str, Any]] = [{"role": "system", "content": "You fix bugs."}]
     for i in range(120):
         call = {
@@ -667,27 +673,106 @@ def test_large_cold_estimate_is_counted_in_one_batch_with_the_same_numbers(
                 "content": f"def f{i}(x):\n    return x * {i}\n" * 120,
             }
         )
-    assert sum(len(s) for s in request._chat_strings(msgs)) >= request._BATCH_MIN_CHARS
-    batches: list[int] = []
-    real = request.estimate_batch
+    sent: list[int] = []
+    real = request_module.chat_counts
 
-    def spy(texts: list[str], encoding: str) -> Any:
-        batches.append(len(texts))
-        return real(texts, encoding)
+    def spy(messages: list[Any], encoding: str) -> Any:
+        sent.append(len(messages))
+        return real(messages, encoding)
 
-    monkeypatch.setattr(request, "estimate_batch", spy)
-    batched = estimate_request(msgs, model="gpt-4o")
-    assert len(batches) == 1
-    # Cached messages are not sent to a batch again (a shortened history recounts from cache).
+    monkeypatch.setattr(request_module, "chat_counts", spy)
+    at_once = estimate_request(msgs, model="gpt-4o")
+    assert sent == [len(msgs)]
+    # Cached messages are not sent again (a shortened history recounts from cache).
     estimator = RequestEstimator("gpt-4o")
     estimator.estimate(msgs)
     estimator.estimate(msgs[:-1])
-    assert len(batches) == 2
-    monkeypatch.setattr(request, "_BATCH_MIN_CHARS", 10**12)
+    assert sent == [len(msgs), len(msgs), 0]
+    # The Python path, message by message, gives the same numbers.
+    monkeypatch.setattr(request_module, "chat_counts", lambda m, e: [None] * len(m))
     one_by_one = estimate_request(msgs, model="gpt-4o")
-    assert len(batches) == 2
-    assert batched.total == one_by_one.total
-    assert batched.per_message == one_by_one.per_message
+    assert at_once == one_by_one
+
+
+class _Str(str):
+    pass
+
+
+def _call(arguments: Any = '{"cmd": "ls"}', name: Any = "bash", **extra: Any) -> dict[str, Any]:
+    return {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": name, "arguments": arguments},
+    } | extra
+
+
+#: Plain messages the core counts, and messages it leaves to the Python path (which counts
+#: them another way or raises the error naming the field).
+PLAIN = [
+    {"role": "system", "content": "You fix bugs."},
+    {"role": "developer", "content": "Be brief.", "name": "ops"},
+    {"role": "user", "content": "héllo wörld 你好 " * 50},
+    {"role": "user", "content": ""},
+    {"role": "assistant", "content": None, "tool_calls": [_call(), _call('{"a": 1}', "grep")]},
+    {"role": "assistant", "content": "Thinking.", "reasoning_content": "First, look. 🙂"},
+    {"role": "assistant", "content": "ok", "tool_calls": [], "reasoning_content": None},
+    {"role": "assistant", "content": "x", "tool_calls": None, "function_call": None},
+    {"role": "tool", "tool_call_id": "c1", "content": "total 0\n" * 30},
+    {"role": "function", "name": "bash", "content": "done"},
+]
+NOT_PLAIN = [
+    {"role": "user", "content": [{"type": "text", "text": "parts"}]},
+    {"role": "user", "content": _Str("a str subclass")},
+    {"role": "critic", "content": "unknown role"},
+    {"content": "no role"},
+    {"role": _Str("user"), "content": "role subclass"},
+    {"role": "tool", "content": "no call id"},
+    {"role": "tool", "tool_call_id": 7, "content": "call id not a str"},
+    {"role": "assistant", "content": "x", "function_call": {"name": "f", "arguments": "{}"}},
+    {"role": "assistant", "content": "x", "reasoning_content": ["not", "a str"]},
+    {"role": "assistant", "content": "x", "tool_calls": {"not": "a list"}},
+    {"role": "assistant", "content": "x", "tool_calls": [_call(arguments={"cmd": "ls"})]},
+    {"role": "assistant", "content": "x", "tool_calls": [_call(name=None)]},
+    {"role": "assistant", "content": "x", "tool_calls": [_call() | {"id": None}]},
+    {"role": "assistant", "content": "x", "tool_calls": [_call() | {"function": "bash"}]},
+    {"role": "assistant", "content": "x", "tool_calls": ["not a dict"]},
+    {"role": "user", "content": "a lone \ud800 surrogate"},
+    ["not", "a dict"],
+]
+
+
+@pytest.mark.parametrize("encoding", ["o200k", "conservative"])
+def test_core_chat_counts_are_the_python_fast_path_s(encoding: str) -> None:
+    count = partial(estimate_tokens, encoding=encoding)
+    counted = request_module.chat_counts(PLAIN, encoding)
+    assert counted == [
+        request_module._count_chat_fast(m, i, count, "openai") for i, m in enumerate(PLAIN)
+    ]
+    # One message the core leaves to Python leaves the others counted, except a surrogate,
+    # which leaves all to Python (so the error is raised in message order).
+    for bad in NOT_PLAIN:
+        mixed = request_module.chat_counts([*PLAIN, bad], encoding)
+        if bad is NOT_PLAIN[-2]:
+            assert mixed == [None] * (len(PLAIN) + 1)
+        else:
+            assert mixed == [*counted, None], bad
+
+
+def _outcome(msgs: list[Any]) -> Any:
+    try:
+        return estimate_request(msgs, model="gpt-4o")
+    except (MessageFormatError, UnicodeError) as e:
+        return type(e), str(e)
+
+
+@pytest.mark.parametrize("bad", NOT_PLAIN, ids=range(len(NOT_PLAIN)))
+def test_the_core_path_is_invisible(bad: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever the core counts or leaves to Python, the estimate (or the error) is what the
+    Python path alone gives."""
+    msgs = [*PLAIN, bad, *PLAIN]
+    with_core = _outcome(msgs)
+    monkeypatch.setattr(request_module, "chat_counts", lambda m, e: [None] * len(m))
+    assert with_core == _outcome(msgs)
 
 
 def test_large_cold_estimate_reports_errors_in_message_order() -> None:

@@ -7,6 +7,7 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = [
+    "chat_counts",
     "check_text",
     "detect_type",
     "encodings",
@@ -30,6 +31,9 @@ def estimate_batch(
     texts: Iterable[str | _BytesLike], /, encoding: str = "o200k"
 ) -> npt.NDArray[np.int64]: ...
 def encodings() -> list[str]: ...
+def chat_counts(
+    messages: list[Any], /, encoding: str = "o200k"
+) -> list[tuple[bool, int, int, int, bool, int, bool] | None]: ...
 def select_largest(
     sizes: Sequence[int] | npt.NDArray[np.int64], need: int, /, protected: Sequence[int]
 ) -> tuple[list[int], int, int]: ...

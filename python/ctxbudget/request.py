@@ -41,7 +41,7 @@ from functools import partial
 from itertools import repeat
 from typing import Any
 
-from ctxbudget._core import unchanged_prefix
+from ctxbudget._core import chat_counts, unchanged_prefix
 from ctxbudget.counting import Accuracy, encoding_for_model
 from ctxbudget.formats.detect import NOTHING_SEEN, SeenFits, narrow_fits, pick_format
 from ctxbudget.messages import (
@@ -52,7 +52,7 @@ from ctxbudget.messages import (
     normalize_tools,
 )
 from ctxbudget.models import family_of
-from ctxbudget.tokens import DEFAULT_ENCODING, ENCODINGS, estimate_batch, estimate_tokens
+from ctxbudget.tokens import DEFAULT_ENCODING, ENCODINGS, estimate_tokens
 
 __all__ = [
     "PROFILES",
@@ -501,55 +501,6 @@ def _count_chat_fast(m: Any, index: int, count: Counter, rule: str) -> _Counted 
     return (role in ("system", "developer"), text, args, calls, "name" in m, 0, True)
 
 
-#: Chat messages whose strings add up to this many characters are counted ahead in one
-#: ``estimate_batch`` call (spread over the cores); below it the batch would not go parallel.
-_BATCH_MIN_CHARS = 256 * 1024
-
-
-def _chat_strings(msgs: Sequence[Any]) -> list[str]:
-    """The strings of Chat Completions dicts that :func:`_count_chat_fast` counts."""
-    out: list[str] = []
-    add = out.append
-    for m in msgs:
-        if type(m) is not dict:
-            continue
-        content = m.get("content")
-        if type(content) is str and content:
-            add(content)
-        reasoning = m.get("reasoning_content")
-        if type(reasoning) is str and reasoning:
-            add(reasoning)
-        calls = m.get("tool_calls")
-        if type(calls) is list:
-            for call in calls:
-                fn = call.get("function") if type(call) is dict else None
-                if type(fn) is dict:
-                    for v in (fn.get("arguments"), fn.get("name")):
-                        if type(v) is str:
-                            add(v)
-    return out
-
-
-def _batched(msgs: Sequence[Any], encoding: str, count: Counter) -> Counter:
-    """``count``, answered from one parallel ``estimate_batch`` over the strings of ``msgs``
-    when they are many: the same numbers, looked up by the identity of each string object
-    (kept alive by the returned function, so identities stay unique)."""
-    texts = _chat_strings(msgs)
-    if sum(map(len, texts)) < _BATCH_MIN_CHARS:
-        return count
-    try:
-        batch = estimate_batch(texts, encoding).tolist()
-    except UnicodeEncodeError:  # let the walk raise it, after any error in earlier messages
-        return count
-    counts = dict(zip(map(id, texts), batch, strict=True))
-
-    def lookup(text: str, _keep: list[str] = texts) -> int:
-        n = counts.get(id(text))
-        return count(text) if n is None else n
-
-    return lookup
-
-
 def _count_parts(
     parts: Sequence[Part], count: Counter, rule: str
 ) -> tuple[int, int, int, int, bool]:
@@ -749,7 +700,14 @@ class RequestEstimator:
         return partial(estimate_tokens, encoding=self.encoding)
 
     def _count_one(
-        self, m: Any, index: int, fmt: str, keys: tuple[str, ...], count: Counter, rule: str
+        self,
+        m: Any,
+        index: int,
+        fmt: str,
+        keys: tuple[str, ...],
+        count: Counter,
+        rule: str,
+        ahead: dict[int, _Counted | None],
     ) -> _Weighed:
         refs = tuple(map(m.get, keys)) if type(m) is dict else _attr_refs(m, keys)
         key = id(m)
@@ -757,7 +715,9 @@ class RequestEstimator:
         if hit is not None and hit[0] is m and hit[1] == refs:
             return hit[2]
         try:
-            counted = _count_chat_fast(m, index, count, rule) if fmt == "openai_chat" else None
+            counted = ahead.get(key)
+            if counted is None and fmt == "openai_chat":
+                counted = _count_chat_fast(m, index, count, rule)
             if counted is None:
                 (message,) = _normalize_one(m, index, fmt)
                 counted = _count_message(message, count, rule)
@@ -838,16 +798,14 @@ class RequestEstimator:
             weighed = []
             new = msgs
         count = self._count_fn()
-        if self._counter_fn is None and fmt == "openai_chat":
-            by_id = self._by_id
-            count = _batched([m for m in new if id(m) not in by_id], self.encoding, count)
+        ahead = self._counted_ahead(new, fmt)
         rule = (
             _FORMAT_IMAGE_RULE[fmt] if self.profile.name == "default" else self.profile.image_rule
         )
         kept = len(weighed)
         try:
             for i, m in enumerate(new, start=k):
-                w = self._count_one(m, i, fmt, keys, count, rule)
+                w = self._count_one(m, i, fmt, keys, count, rule, ahead)
                 weighed.append(w)
                 per_message.append(w[4])
                 if w[0]:
@@ -875,6 +833,16 @@ class RequestEstimator:
         else:
             self._refs = self._fresh_refs(msgs, keys)
         return self._assemble(fmt, system, tools, max_tokens)
+
+    def _counted_ahead(self, new: list[Any], fmt: str) -> dict[int, _Counted | None]:
+        """Counts of the plain Chat Completions dicts among ``new`` not counted before, by
+        message id, from one call into the core (the strings estimated together, on all
+        cores when they are many). Other messages are left to :meth:`_count_one`."""
+        if self._counter_fn is not None or fmt != "openai_chat":
+            return {}
+        by_id = self._by_id
+        todo = [m for m in new if id(m) not in by_id]
+        return dict(zip(map(id, todo), chat_counts(todo, self.encoding), strict=True))
 
     def _from_langchain(self, msgs: list[Any]) -> list[Any]:
         """LangChain messages as Chat Completions dicts, each converted once: a message seen
