@@ -72,17 +72,35 @@ pub(crate) fn hash8(lo: __m512i, hi: __m512i, k_len: __m512i) -> __m512i {
     _mm512_xor_si512(lo, hi)
 }
 
-/// `K ^ len * K2` of each lane's `len`, for [`hash8`].
+/// `K ^ len * K2` of each lane's `len`, for [`hash8`], when `len` is 1 to 16 (the lengths
+/// [`hash8`] takes; any other gives some other lane of the table). A table lookup: the 64-bit
+/// multiply it replaces is three micro-ops with a long latency.
 #[inline]
 #[target_feature(
     enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx512vbmi2,avx512bitalg,bmi1,bmi2,popcnt"
 )]
 pub(crate) fn k_len(len: __m512i) -> __m512i {
-    _mm512_xor_si512(
-        _mm512_set1_epi64(K as i64),
-        _mm512_mullo_epi64(len, _mm512_set1_epi64(K2 as i64)),
-    )
+    // SAFETY: `K_LEN` holds 16 words: two loads of 8.
+    let (low, high) = unsafe {
+        (
+            _mm512_loadu_si512(K_LEN.as_ptr().cast()),
+            _mm512_loadu_si512(K_LEN.as_ptr().add(8).cast()),
+        )
+    };
+    _mm512_permutex2var_epi64(low, len, high)
 }
+
+/// `K ^ len * K2` by `len % 16`, for lengths 1 to 16 (16 at index 0).
+const K_LEN: [u64; 16] = {
+    let mut t = [0u64; 16];
+    let mut i = 0;
+    while i < 16 {
+        let len = if i == 0 { 16 } else { i as u64 };
+        t[i] = K ^ len.wrapping_mul(K2);
+        i += 1;
+    }
+    t
+};
 
 /// Bit offsets in a hash of the six 6-bit fields that pick a filter block's bits
 /// ([`vocab`](crate::vocab)'s `slot`), one per byte for a multishift; the last two repeat the

@@ -133,7 +133,9 @@ mod avx512 {
         let short = _mm512_set1_epi64(i64::from(SHORT));
         let mut lane_hits = [0u64; N];
         let mut group = 0;
-        while group < count {
+        // The first two groups with no branch on the count (it varies from window to window
+        // and would be mispredicted), the rest in a loop.
+        while group < count.max(16) {
             let start = _mm512_permutexvar_epi8(pick, start_list);
             let end = _mm512_permutexvar_epi8(pick, end_list);
             pick = _mm512_add_epi8(pick, eight);
@@ -145,7 +147,7 @@ mod avx512 {
             let hi =
                 _mm512_maskz_permutex2var_epi8(_mm512_cmplt_epu8_mask(at_hi, end), t0, at_hi, t1);
             let len = _mm512_and_si512(_mm512_sub_epi8(end, start), byte);
-            let left = count - group;
+            let left = count.saturating_sub(group);
             let lanes = if left >= 8 { 0xFF } else { (1u8 << left) - 1 };
             let valid = _mm512_mask_cmple_epu64_mask(lanes, len, short);
             let slots = slots(hash8(lo, hi, k_len(len)));
