@@ -39,16 +39,51 @@ pub fn estimate_batch(
             .map(|item| one(&mut est, item))
             .collect();
     };
-    pool.install(|| {
-        // Small items in runs so the scheduler's overhead stays below the scanning work.
-        let share = total / pool.current_num_threads().max(1);
-        texts
-            .par_iter()
-            .enumerate()
-            .with_min_len(16)
-            .map_init(|| Estimator::for_bytes(encoding, share), one)
+    // Each thread takes runs of consecutive texts with one estimator (and one memo) per run:
+    // a memo per scheduled job would be set up anew, and start cold, every few texts.
+    let runs = runs_of(texts, pool.current_num_threads() * RUNS_PER_THREAD);
+    let done: Vec<Result<Vec<u64>, (usize, Surrogate)>> = pool.install(|| {
+        runs.par_iter()
+            .map(|run| {
+                let size = texts[run.clone()].iter().map(Text::size).sum();
+                let mut est = Estimator::for_bytes(encoding, size);
+                run.clone().map(|i| one(&mut est, (i, &texts[i]))).collect()
+            })
             .collect()
-    })
+    });
+    // In order, so that the error is the first text's that has one.
+    let mut counts = Vec::with_capacity(texts.len());
+    for run in done {
+        counts.extend(run?);
+    }
+    Ok(counts)
+}
+
+/// Runs of consecutive texts a parallel batch is cut into, per thread (uneven runs even out).
+const RUNS_PER_THREAD: usize = 2;
+
+/// `texts` cut into at most `n` ranges of consecutive indices, of about equal bytes.
+fn runs_of(texts: &[Text<'_>], n: usize) -> Vec<std::ops::Range<usize>> {
+    let total: usize = texts.iter().map(Text::size).sum();
+    let share = total.div_ceil(n.max(1)).max(1);
+    let mut runs = Vec::with_capacity(n);
+    let (mut start, mut bytes) = (0, 0);
+    for (i, t) in texts.iter().enumerate() {
+        bytes += t.size();
+        if bytes >= share {
+            runs.push(start..i + 1);
+            (start, bytes) = (i + 1, 0);
+        }
+    }
+    if start < texts.len() {
+        let full = runs.len() >= n;
+        match runs.last_mut() {
+            // Only empty texts are left past `n` runs of the share.
+            Some(last) if full => last.end = texts.len(),
+            _ => runs.push(start..texts.len()),
+        }
+    }
+    runs
 }
 
 /// The thread pool parallel estimates run on, built by this process.
@@ -186,5 +221,37 @@ mod tests {
             estimate_batch(&texts, Encoding::Cl100k),
             Err((1, Surrogate(0)))
         );
+        // A batch large enough to go parallel: the first bad text in order, whichever run
+        // finishes first.
+        let good = "some words here ".repeat(4096);
+        let bad_late = [0x41u16, 0x42, 0xDC00];
+        let mut many: Vec<Text<'_>> = (0..40).map(|_| Text::Utf8(good.as_bytes())).collect();
+        many[7] = Text::Ucs2(&bad);
+        many[33] = Text::Ucs2(&bad_late);
+        assert!(many.iter().map(Text::size).sum::<usize>() >= PARALLEL_THRESHOLD);
+        assert_eq!(
+            estimate_batch(&many, Encoding::O200k),
+            Err((7, Surrogate(0)))
+        );
+        many[7] = Text::Utf8(b"fine");
+        assert_eq!(
+            estimate_batch(&many, Encoding::O200k),
+            Err((33, Surrogate(2)))
+        );
+    }
+
+    #[test]
+    fn runs_cover_every_text_once_in_order() {
+        let sizes = [0usize, 5, 1000, 3, 0, 70_000, 12, 12, 9000, 1, 0, 0];
+        let owned: Vec<String> = sizes.iter().map(|&n| "a".repeat(n)).collect();
+        let texts: Vec<Text<'_>> = owned.iter().map(|s| Text::Utf8(s.as_bytes())).collect();
+        for n in 1..=12 {
+            let runs = runs_of(&texts, n);
+            assert!(runs.len() <= n, "{n}: {runs:?}");
+            let flat: Vec<usize> = runs.iter().flat_map(Clone::clone).collect();
+            assert_eq!(flat, (0..texts.len()).collect::<Vec<_>>(), "{n}");
+            assert!(runs.iter().all(|r| !r.is_empty()));
+        }
+        assert!(runs_of(&[], 4).is_empty());
     }
 }
