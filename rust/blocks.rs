@@ -8,9 +8,11 @@
 //! are not trusted: the pieces that end at trusted starts are emitted, with the same features
 //! the byte scanner computes, and the next window starts at the last trusted start
 //! (contractions read the two characters after an apostrophe from the text itself, wherever
-//! they are). A window stops at its first non-ASCII byte; the byte scanner takes over there
-//! (see [`scan::scan`](crate::scan::scan)), and it stays the reference: tests check that both
-//! give identical pieces.
+//! they are). Two-byte letters with case (accented Latin, Greek, Cyrillic, ...) count as
+//! letters of their case ([`take_cased`]), and the pieces holding one take their features
+//! from the byte scanner. A window stops at its first other non-ASCII byte; the byte scanner
+//! takes over there (see [`scan::scan`](crate::scan::scan)), and it stays the reference: tests
+//! check that both give identical pieces.
 //!
 //! Rules for ASCII, per piece start (cl100k; o200k differs where noted):
 //! - a letter run starts a piece, or its previous character does when that is whitespace
@@ -27,12 +29,15 @@
 //! - cl100k splits `'s`, `'t`, `'re`, `'ve`, `'m`, `'ll`, `'d` off as pieces of their own where
 //!   an apostrophe starts a piece; o200k appends them to the word they follow.
 
-use crate::scan::{case, content, contraction_len, prefix, Dialect, Found, Kind, Piece};
+use crate::scan::{
+    case, cased_pair, content, contraction_len, found_at, prefix, Dialect, Found, Kind, Piece,
+};
 
 /// Bytes per window.
 pub const WIDTH: usize = 64;
 
-/// A window shorter than this before its first non-ASCII byte is not worth the masks.
+/// A window shorter than this before its first byte it cannot take (non-ASCII, not a
+/// two-byte letter with case) is not worth the masks.
 const MIN_ASCII: u32 = 16;
 
 /// Texts (or their rest) shorter than this go to the byte scanner: a window would cost more
@@ -73,8 +78,10 @@ struct Masks {
     apos: u64,
     /// `/`.
     slash: u64,
-    /// Non-ASCII bytes.
+    /// Non-ASCII bytes (after [`take_cased`]: those the window does not take).
     high: u64,
+    /// The bytes of the two-byte letters with case the window takes ([`take_cased`]).
+    wide: u64,
 }
 
 /// The class masks of a window: with AVX-512 where the processor has the features every
@@ -121,6 +128,7 @@ fn masks_avx512(w: &[u8; WIDTH]) -> Masks {
         apos: eq(b'\''),
         slash: eq(b'/'),
         high: _mm512_movepi8_mask(v),
+        wide: 0,
     }
 }
 
@@ -216,6 +224,44 @@ fn masks_bytes(w: &[u8; WIDTH]) -> Masks {
     m
 }
 
+/// The piece `start..end` of `text` with the features the byte scanner gives it (script,
+/// characters, case): for window pieces with non-ASCII letters. Kept out of line: the ASCII
+/// pieces' path stays small.
+#[cold]
+#[inline(never)]
+fn scanned(text: &[u8], start: usize, end: usize, dialect: Dialect) -> Piece {
+    let p = found_at(text, start, dialect).piece();
+    debug_assert_eq!((p.start, p.end), (start, end));
+    p
+}
+
+/// Takes the two-byte letters with case (accented Latin, Greek, Cyrillic, Armenian, ...) at
+/// the window's first non-ASCII bytes, up to the first non-ASCII byte that is not one, into the
+/// letter masks: both bytes of a letter into `upper` or `lower` (as the byte scanner classifies
+/// it) and `wide`, out of `high`. The pre-tokenizer rules treat such a letter as they treat an
+/// ASCII letter of its case, so windows run on through accented text; the pieces that hold one
+/// get their features from the byte scanner ([`Window::piece`]). Only the first `avail` bytes
+/// are text.
+fn take_cased(w: &[u8; WIDTH], avail: usize, m: &mut Masks) {
+    while m.high != 0 {
+        let p = m.high.trailing_zeros() as usize;
+        let Some(upper) = w[..avail.min(WIDTH)]
+            .get(p + 1)
+            .and_then(|&cont| cased_pair(w[p], cont))
+        else {
+            return;
+        };
+        let both = 3u64 << p;
+        if upper {
+            m.upper |= both;
+        } else {
+            m.lower |= both;
+        }
+        m.wide |= both;
+        m.high &= !both;
+    }
+}
+
 /// Bits `0..n` (`n <= 64`).
 #[inline]
 fn below(n: u32) -> u64 {
@@ -252,6 +298,8 @@ fn shape(m: &Masks, letters: u64) -> u8 {
 pub struct Window<'a> {
     /// The window's bytes (past the end of the text: `0x80`).
     w: &'a [u8; WIDTH],
+    /// The whole text (for the byte scanner's features of pieces with non-ASCII letters).
+    text: &'a [u8],
     m: Masks,
     letter: u64,
     /// Punctuation, without the `/` that o200k appends to a punctuation piece.
@@ -292,6 +340,9 @@ impl Window<'_> {
             chars,
         };
         let bit = 1u64 << s;
+        if masks.wide != 0 && masks.wide & span(s, e) != 0 {
+            return scanned(self.text, base + s as usize, base + e as usize, dialect);
+        }
         if self.letter & bit != 0 {
             return self.word(base, s, e, prefix::NONE);
         }
@@ -507,32 +558,44 @@ impl Settled<'_> {
 /// A window classified into its character-class masks, before any dialect's rules.
 pub struct Classified<'a> {
     w: &'a [u8; WIDTH],
+    text: &'a [u8],
     m: Masks,
     at: usize,
 }
 
 /// Classifies the window of `text` that starts at `at` (a piece start); `None` when fewer
-/// than `MIN_ASCII` ASCII bytes lead it. `pad` holds the window when the text ends inside it.
+/// than `MIN_ASCII` bytes it can take (ASCII, two-byte letters with case) lead it. `pad` holds
+/// the window when the text ends inside it.
 #[allow(clippy::inline_always)] // hot path; measurably faster inlined
 #[inline(always)]
 pub fn classify<'a>(text: &'a [u8], at: usize, pad: &'a mut [u8; WIDTH]) -> Option<Classified<'a>> {
     let full = text
         .get(at..at + WIDTH)
         .and_then(|s| <&[u8; WIDTH]>::try_from(s).ok());
-    let bytes: &[u8; WIDTH] = if let Some(full) = full {
-        full
+    let (bytes, avail): (&[u8; WIDTH], usize) = if let Some(full) = full {
+        (full, WIDTH)
     } else {
         let rest = text.get(at..).unwrap_or_default();
         pad.fill(0x80);
         pad[..rest.len()].copy_from_slice(rest);
-        pad
+        (pad, rest.len())
     };
-    if high_bytes(bytes).trailing_zeros() < MIN_ASCII {
+    let first_high = high_bytes(bytes).trailing_zeros();
+    // Only a two-byte lead can be taken as a letter (CJK and other text stop here).
+    if first_high < MIN_ASCII && !(0xC2..=0xDF).contains(&bytes[first_high as usize]) {
         return None;
+    }
+    let mut m = masks(bytes);
+    if first_high < 64 {
+        take_cased(bytes, avail, &mut m);
+        if m.high.trailing_zeros() < MIN_ASCII {
+            return None;
+        }
     }
     Some(Classified {
         w: bytes,
-        m: masks(bytes),
+        text,
+        m,
         at,
     })
 }
@@ -546,6 +609,7 @@ impl<'a> Classified<'a> {
     pub fn settle(&self, text: &[u8], dialect: Dialect) -> Option<Settled<'a>> {
         let mut win = Window {
             w: self.w,
+            text: self.text,
             m: self.m,
             letter: 0,
             punct: 0,
@@ -676,6 +740,33 @@ mod tests {
             "中",
             "😀",
             "\u{300}",
+            // Two-byte letters with case, which windows take, and two-byte characters that
+            // stop them: symbols, spaces, letters without case, marks.
+            "É",
+            "ü",
+            "ß",
+            "Ñ",
+            "ı",
+            "İ",
+            "ſ",
+            "ŉ",
+            "ǅ",
+            "Ω",
+            "έ",
+            "Я",
+            "ж",
+            "Ճ",
+            "café",
+            "Ärger",
+            "ПРИВЕТ",
+            "×",
+            "÷",
+            "\u{a0}",
+            "\u{85}",
+            "ª",
+            "ʰ",
+            "א",
+            "\u{301}",
             "word",
             "Word",
             "WORD",
@@ -723,6 +814,10 @@ mod tests {
             "it's's it'sx's we'rE 'llama '\t's",
             "fooBAR's HTTPServer aBCd",
             "1a a1 1.5 1,000,000",
+            "L'été dernier, nous sommes allés à la plage. Ärger über Öl; ÆØÅ æøå",
+            "aÉ Éa ÉÉa aÉÉ éÉ Éé l'Été ÇA'S ça's",
+            "Διεθνής ΟΡΓΑΝΙΣΜΟΣ Москва МОСКВА москвА",
+            "5×3÷2 ª º µ ǅungla ʰa a\u{301}b",
         ];
         for c in cases {
             assert_same(c.as_bytes());
@@ -749,5 +844,27 @@ mod tests {
             }
         }
         assert_same(b"abc\xff def \xe4\xbd ghi\x00 jkl");
+    }
+
+    #[test]
+    fn two_byte_letters_at_window_edges_and_cut_ones() {
+        // A two-byte letter across the window's end, a lead byte cut off by the text's end or
+        // by another character, a continuation byte alone.
+        for pad in 40..70 {
+            let base = "x".repeat(pad);
+            for tail in [
+                &b" \xc3\xa9t\xc3\xa9 end of it"[..],
+                b" caf\xc3",
+                b" caf\xc3 and more text after it",
+                b" caf\xc3\xc3\xa9 x",
+                b" \xa9t\xc3\xa9 x",
+                b" \xce\xa9\xce\xbc\xce\xad\xce\xb3\xce\xb1 and",
+                b"\xc3\x97\xc3\x97 words words words words",
+            ] {
+                let mut t = base.clone().into_bytes();
+                t.extend_from_slice(tail);
+                assert_same(&t);
+            }
+        }
     }
 }

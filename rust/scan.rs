@@ -321,6 +321,22 @@ fn classify_fast(cp: u32) -> (Cat, u8) {
     }
 }
 
+/// Whether the two-byte character `lead, cont` is a letter with case, as the byte scanner
+/// classifies it: `Some(true)` upper case, `Some(false)` lower case, `None` for anything else
+/// (letters without case, marks, symbols, spaces, an invalid pair).
+#[inline]
+pub(crate) fn cased_pair(lead: u8, cont: u8) -> Option<bool> {
+    if !(0xC2..=0xDF).contains(&lead) || cont & 0xC0 != 0x80 {
+        return None;
+    }
+    let cp = (u32::from(lead & 0x1F) << 6) | u32::from(cont & 0x3F);
+    match classify_fast(cp).0 {
+        Cat::Upper => Some(true),
+        Cat::Lower => Some(false),
+        _ => None,
+    }
+}
+
 /// Alternating case blocks: even code points upper case, odd lower case.
 #[inline]
 const fn alternating(cp: u32) -> Cat {
