@@ -9,7 +9,7 @@
 //! the byte scanner computes, and the next window starts at the last trusted start
 //! (contractions read the two characters after an apostrophe from the text itself, wherever
 //! they are). Two-byte letters with case (accented Latin, Greek, Cyrillic, ...) count as
-//! letters of their case ([`take_cased`]), and the pieces holding one take their features
+//! letters of their case (`take_cased`), and the pieces holding one take their features
 //! from the byte scanner. A window stops at its first other non-ASCII byte; the byte scanner
 //! takes over there (see [`scan::scan`](crate::scan::scan)), and it stays the reference: tests
 //! check that both give identical pieces.
