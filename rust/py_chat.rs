@@ -26,9 +26,12 @@ const ROLES: [&str; 6] = [
     "function",
 ];
 
-/// The strings of one message to estimate, by what they count as.
+/// The strings of one message to estimate, by what they count as, and the fields it was read
+/// from.
 #[derive(Default)]
 struct Fields<'py> {
+    /// `message.get(key)` of each of the caller's keys, as the walk read the message.
+    read: Vec<Bound<'py, PyAny>>,
     system: bool,
     text: Vec<Bound<'py, PyString>>,
     args: Vec<Bound<'py, PyString>>,
@@ -96,17 +99,27 @@ fn push_calls<'py>(calls: &Bound<'py, PyAny>, fields: &mut Fields<'py>) -> Resul
     Ok(())
 }
 
-/// What the Python fast path would count in message `m`, or `Err(())` when it is not a plain
-/// Chat Completions dict (the Python path then takes it).
-fn fields_of<'py>(m: &Bound<'py, PyAny>) -> Result<Fields<'py>, ()> {
+/// What the Python fast path would count in message `m`, with `m.get(key)` of each of `keys`,
+/// or `Err(())` when it is not a plain Chat Completions dict (the Python path then takes it).
+fn fields_of<'py>(m: &Bound<'py, PyAny>, keys: &Bound<'py, PyTuple>) -> Result<Fields<'py>, ()> {
     let py = m.py();
     let m = m.cast_exact::<PyDict>().map_err(|_| ())?;
+    // The fields as the walk reads them (it runs no Python code in between, unless the dict
+    // holds keys of a type with an `__eq__` of its own).
+    let read = keys
+        .iter()
+        .map(|key| match m.get_item(key) {
+            Ok(value) => Ok(value.unwrap_or_else(|| py.None().into_bound(py))),
+            Err(_) => Err(()),
+        })
+        .collect::<Result<Vec<_>, ()>>()?;
     let role = exact_str(m, intern!(py, "role"))?;
     let role = role.to_str().map_err(|_| ())?;
     if !ROLES.contains(&role) || field(m, intern!(py, "function_call"))?.is_some() {
         return Err(());
     }
     let mut fields = Fields {
+        read,
         system: role == "system" || role == "developer",
         named: m.contains(intern!(py, "name")).map_err(|_| ())?,
         ..Fields::default()
@@ -123,24 +136,30 @@ fn fields_of<'py>(m: &Bound<'py, PyAny>) -> Result<Fields<'py>, ()> {
     Ok(fields)
 }
 
-/// For each of `messages`, the counts of a plain Chat Completions dict, as the tuple
-/// `(system, text, args, calls, named, 0, True)` that `ctxbudget.request` sums (text and
-/// args in tokens of `encoding`, each string estimated on its own), or `None` for a message
-/// the Python path must count. All `None` when some string has no UTF-8 form (a lone
-/// surrogate), so that the Python path raises its error in message order.
+/// For each of `messages`, the counts of a plain Chat Completions dict, with the fields they
+/// were read from: `(fields, (system, text, args, calls, named, 0, True))`, where `fields` is
+/// `tuple(message.get(key) for key in keys)` as the walk read the message, and the second tuple
+/// is what `ctxbudget.request` sums (text and args in tokens of `encoding`, each string
+/// estimated on its own). `None` for a message the Python path must count. All `None` when
+/// some string has no UTF-8 form (a lone surrogate), so that the Python path raises its error
+/// in message order.
 ///
 /// # Errors
 ///
 /// An unknown encoding.
 #[pyfunction]
-#[pyo3(signature = (messages, /, encoding = "o200k"))]
+#[pyo3(signature = (messages, /, encoding = "o200k", keys = None))]
 pub fn chat_counts<'py>(
     py: Python<'py>,
     messages: &Bound<'py, PyList>,
     encoding: &str,
+    keys: Option<&Bound<'py, PyTuple>>,
 ) -> PyResult<Vec<Option<Bound<'py, PyTuple>>>> {
     let encoding = parse_encoding(encoding)?;
-    let fields: Vec<Option<Fields<'py>>> = messages.iter().map(|m| fields_of(&m).ok()).collect();
+    let no_keys = PyTuple::empty(py);
+    let keys = keys.unwrap_or(&no_keys);
+    let fields: Vec<Option<Fields<'py>>> =
+        messages.iter().map(|m| fields_of(&m, keys).ok()).collect();
     let sources: Vec<TextSource<'py>> = fields
         .iter()
         .flatten()
@@ -163,7 +182,7 @@ pub fn chat_counts<'py>(
             f.map(|f| {
                 let text = sum(f.text.len());
                 let args = sum(f.args.len());
-                PyTuple::new(
+                let counted = PyTuple::new(
                     py,
                     [
                         f.system.into_pyobject(py)?.to_owned().into_any(),
@@ -174,6 +193,10 @@ pub fn chat_counts<'py>(
                         0u64.into_pyobject(py)?.into_any(),
                         true.into_pyobject(py)?.to_owned().into_any(),
                     ],
+                )?;
+                PyTuple::new(
+                    py,
+                    [PyTuple::new(py, f.read)?.into_any(), counted.into_any()],
                 )
             })
             .transpose()

@@ -351,9 +351,9 @@ def test_append_reuses_and_matches_cold(monkeypatch: pytest.MonkeyPatch) -> None
 
         return count
 
-    def spy_core(messages: list[Any], encoding: str) -> Any:
+    def spy_core(messages: list[Any], encoding: str, keys: tuple[str, ...]) -> Any:
         calls.extend(m["content"] for m in messages)
-        return core_counts(messages, encoding)
+        return core_counts(messages, encoding, keys)
 
     est._count_fn = spy  # type: ignore[method-assign]
     monkeypatch.setattr(request_module, "chat_counts", spy_core)
@@ -676,9 +676,9 @@ def test_large_cold_estimate_is_counted_in_one_core_call_with_the_same_numbers(
     sent: list[int] = []
     real = request_module.chat_counts
 
-    def spy(messages: list[Any], encoding: str) -> Any:
+    def spy(messages: list[Any], encoding: str, keys: tuple[str, ...]) -> Any:
         sent.append(len(messages))
-        return real(messages, encoding)
+        return real(messages, encoding, keys)
 
     monkeypatch.setattr(request_module, "chat_counts", spy)
     at_once = estimate_request(msgs, model="gpt-4o")
@@ -689,7 +689,7 @@ def test_large_cold_estimate_is_counted_in_one_core_call_with_the_same_numbers(
     estimator.estimate(msgs[:-1])
     assert sent == [len(msgs), len(msgs), 0]
     # The Python path, message by message, gives the same numbers.
-    monkeypatch.setattr(request_module, "chat_counts", lambda m, e: [None] * len(m))
+    monkeypatch.setattr(request_module, "chat_counts", lambda m, e, k: [None] * len(m))
     one_by_one = estimate_request(msgs, model="gpt-4o")
     assert at_once == one_by_one
 
@@ -744,14 +744,19 @@ NOT_PLAIN = [
 @pytest.mark.parametrize("encoding", ["o200k", "conservative"])
 def test_core_chat_counts_are_the_python_fast_path_s(encoding: str) -> None:
     count = partial(estimate_tokens, encoding=encoding)
-    counted = request_module.chat_counts(PLAIN, encoding)
+    keys = ("content", "tool_calls", "reasoning_content")
+    counted = request_module.chat_counts(PLAIN, encoding, keys)
     assert counted == [
-        request_module._count_chat_fast(m, i, count, "openai") for i, m in enumerate(PLAIN)
+        (tuple(map(m.get, keys)), request_module._count_chat_fast(m, i, count, "openai"))
+        for i, m in enumerate(PLAIN)
     ]
+    # The fields read are the message's own objects.
+    for c, m in zip(counted, PLAIN, strict=True):
+        assert c is not None and c[0][0] is m.get("content")
     # One message the core leaves to Python leaves the others counted, except a surrogate,
     # which leaves all to Python (so the error is raised in message order).
     for bad in NOT_PLAIN:
-        mixed = request_module.chat_counts([*PLAIN, bad], encoding)
+        mixed = request_module.chat_counts([*PLAIN, bad], encoding, keys)
         if bad is NOT_PLAIN[-2]:
             assert mixed == [None] * (len(PLAIN) + 1)
         else:
@@ -771,7 +776,7 @@ def test_the_core_path_is_invisible(bad: Any, monkeypatch: pytest.MonkeyPatch) -
     Python path alone gives."""
     msgs = [*PLAIN, bad, *PLAIN]
     with_core = _outcome(msgs)
-    monkeypatch.setattr(request_module, "chat_counts", lambda m, e: [None] * len(m))
+    monkeypatch.setattr(request_module, "chat_counts", lambda m, e, k: [None] * len(m))
     assert with_core == _outcome(msgs)
 
 
@@ -789,3 +794,27 @@ def test_large_cold_estimate_reports_errors_in_message_order() -> None:
         estimate_request([msgs[0], msgs[2]], model="gpt-4o")
     assert (caught.value.index, caught.value.field) == (1, "content")
     assert isinstance(caught.value.__cause__, UnicodeEncodeError)
+
+
+def test_a_field_replaced_while_estimating_is_counted_as_it_is_kept() -> None:
+    """The core counts plain messages ahead of the loop; a content replaced after that (here by
+    an earlier message's ``__getitem__``, or another thread) must not leave the old count
+    cached under the new content."""
+    long = "a much longer replacement text " * 50
+    later: dict[str, Any] = {"role": "user", "content": "short"}
+
+    class Hooked(dict[str, Any]):
+        def __getitem__(self, key: str) -> Any:
+            later["content"] = long
+            return super().__getitem__(key)
+
+        def get(self, key: str, default: Any = None) -> Any:
+            later["content"] = long
+            return super().get(key, default)
+
+    est = RequestEstimator("gpt-4o", format="openai_chat")  # no detection pass before
+    msgs = [Hooked(role="user", content="hi"), later]
+    first = est.estimate(msgs).per_message
+    want = estimate_request([{"role": "user", "content": long}], model="gpt-4o").per_message
+    assert first[1] == want[0]
+    assert est.estimate(msgs).per_message == first

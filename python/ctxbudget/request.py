@@ -707,7 +707,7 @@ class RequestEstimator:
         keys: tuple[str, ...],
         count: Counter,
         rule: str,
-        ahead: dict[int, _Counted | None],
+        ahead: dict[int, tuple[tuple[Any, ...], _Counted]],
     ) -> _Weighed:
         refs = tuple(map(m.get, keys)) if type(m) is dict else _attr_refs(m, keys)
         key = id(m)
@@ -715,7 +715,10 @@ class RequestEstimator:
         if hit is not None and hit[0] is m and hit[1] == refs:
             return hit[2]
         try:
-            counted = ahead.get(key)
+            early = ahead.get(key)
+            # Counted ahead from the fields it has now? (Else counted again here: the count
+            # kept is always that of the fields kept with it.)
+            counted = early[1] if early is not None and early[0] == refs else None
             if counted is None and fmt == "openai_chat":
                 counted = _count_chat_fast(m, index, count, rule)
             if counted is None:
@@ -834,15 +837,22 @@ class RequestEstimator:
             self._refs = self._fresh_refs(msgs, keys)
         return self._assemble(fmt, system, tools, max_tokens)
 
-    def _counted_ahead(self, new: list[Any], fmt: str) -> dict[int, _Counted | None]:
+    def _counted_ahead(
+        self, new: list[Any], fmt: str
+    ) -> dict[int, tuple[tuple[Any, ...], _Counted]]:
         """Counts of the plain Chat Completions dicts among ``new`` not counted before, by
         message id, from one call into the core (the strings estimated together, on all
-        cores when they are many). Other messages are left to :meth:`_count_one`."""
+        cores when they are many), each with the content fields it was read from. Other
+        messages are left to :meth:`_count_one`."""
         if self._counter_fn is not None or fmt != "openai_chat":
             return {}
         by_id = self._by_id
         todo = [m for m in new if id(m) not in by_id]
-        return dict(zip(map(id, todo), chat_counts(todo, self.encoding), strict=True))
+        # With each count, the fields the core read it from: a field replaced since (another
+        # thread, a caller's __getitem__ run by the walk) no longer matches in _count_one, and
+        # the message is counted again from what it holds then.
+        counts = chat_counts(todo, self.encoding, _FAST_KEYS[fmt])
+        return {id(m): c for m, c in zip(todo, counts, strict=True) if c is not None}
 
     def _from_langchain(self, msgs: list[Any]) -> list[Any]:
         """LangChain messages as Chat Completions dicts, each converted once: a message seen
