@@ -1,4 +1,5 @@
-//! Pre-tokenization of ASCII text 64 bytes at a time, with bit masks instead of a byte loop.
+//! Pre-tokenization of ASCII text (and two-byte letters with case) 64 bytes at a time, with
+//! bit masks instead of a byte loop.
 //!
 //! A window of 64 bytes that starts at a known piece start is classified into one bit mask per
 //! character class (AVX-512 or SSE2 on `x86_64`, a byte loop elsewhere). The pre-tokenizer
@@ -38,7 +39,7 @@ pub const WIDTH: usize = 64;
 
 /// A window shorter than this before its first byte it cannot take (non-ASCII, not a
 /// two-byte letter with case) is not worth the masks.
-const MIN_ASCII: u32 = 16;
+const MIN_TAKEN: u32 = 16;
 
 /// Texts (or their rest) shorter than this go to the byte scanner: a window would cost more
 /// than it saves.
@@ -237,11 +238,18 @@ fn scanned(text: &[u8], start: usize, end: usize, dialect: Dialect) -> Piece {
 
 /// Takes the two-byte letters with case (accented Latin, Greek, Cyrillic, Armenian, ...) at
 /// the window's first non-ASCII bytes, up to the first non-ASCII byte that is not one, into the
-/// letter masks: both bytes of a letter into `upper` or `lower` (as the byte scanner classifies
-/// it) and `wide`, out of `high`. The pre-tokenizer rules treat such a letter as they treat an
-/// ASCII letter of its case, so windows run on through accented text; the pieces that hold one
-/// get their features from the byte scanner ([`Window::piece`]). Only the first `avail` bytes
-/// are text.
+/// letter masks: both bytes of a letter into `upper` or `lower` and `wide`, out of `high`. The
+/// case is the byte scanner's (`scan::cased_pair`; windows and the byte scanner must agree,
+/// and the byte scanner is the reference), and the window's rules then treat the letter as an
+/// ASCII letter of that case, as the byte scanner's rules do. So windows run on through
+/// accented text; the pieces that hold such a letter get their features from the byte scanner
+/// ([`Window::piece`]). Only the first `avail` bytes are text.
+///
+/// The byte scanner's categories approximate Unicode's where it matters for token counts; they
+/// differ from the tokenizers' regexes in a few places, which windows now share: titlecase
+/// letters (`ǅ`) count as lower case, and so does all of U+0180-U+02AF, upper-case letters of
+/// Latin Extended-B included; `ϒ` and `ϴ` count as lower case and `϶` as a letter; `'ſ` is no
+/// contraction.
 fn take_cased(w: &[u8; WIDTH], avail: usize, m: &mut Masks) {
     while m.high != 0 {
         let p = m.high.trailing_zeros() as usize;
@@ -564,7 +572,7 @@ pub struct Classified<'a> {
 }
 
 /// Classifies the window of `text` that starts at `at` (a piece start); `None` when fewer
-/// than `MIN_ASCII` bytes it can take (ASCII, two-byte letters with case) lead it. `pad` holds
+/// than `MIN_TAKEN` bytes it can take (ASCII, two-byte letters with case) lead it. `pad` holds
 /// the window when the text ends inside it.
 #[allow(clippy::inline_always)] // hot path; measurably faster inlined
 #[inline(always)]
@@ -582,13 +590,13 @@ pub fn classify<'a>(text: &'a [u8], at: usize, pad: &'a mut [u8; WIDTH]) -> Opti
     };
     let first_high = high_bytes(bytes).trailing_zeros();
     // Only a two-byte lead can be taken as a letter (CJK and other text stop here).
-    if first_high < MIN_ASCII && !(0xC2..=0xDF).contains(&bytes[first_high as usize]) {
+    if first_high < MIN_TAKEN && !(0xC2..=0xDF).contains(&bytes[first_high as usize]) {
         return None;
     }
     let mut m = masks(bytes);
     if first_high < 64 {
         take_cased(bytes, avail, &mut m);
-        if m.high.trailing_zeros() < MIN_ASCII {
+        if m.high.trailing_zeros() < MIN_TAKEN {
             return None;
         }
     }

@@ -3,7 +3,7 @@
 //! `conservative` is the largest of the cl100k, qwen3 and o200k estimates. cl100k and qwen3
 //! pre-tokenize alike; o200k does not (it splits camelCase words, keeps contractions on their
 //! word, lets punctuation swallow `/`), so it needs pieces of its own. Two scans would classify
-//! every ASCII window twice and hash every piece twice. Here one pass keeps the next piece start
+//! every window twice and hash every piece twice. Here one pass keeps the next piece start
 //! of each dialect. Where the two meet, a 64-byte window is classified once and settled by both
 //! dialects' rules up to the last piece start they share; when both settle the same pieces there
 //! (most windows), each piece is hashed once and probed in all three filters, else each dialect's

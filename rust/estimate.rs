@@ -10,7 +10,7 @@
 //! into the encoding's digit groups. The filters and tables are generated offline from the real
 //! tokenizers by `benches/fit_estimator.py` and live in [`profiles`].
 //!
-//! The pieces of an ASCII window are hashed and probed together
+//! The pieces of a 64-byte window are hashed and probed together
 //! (`rust/window_cost.rs`); `Conservative` takes its three encodings from one pass
 //! over the text (`rust/conservative.rs`). Both give exactly what costing each
 //! piece in turn gives.
@@ -301,7 +301,7 @@ pub fn piece_length(p: &Piece, text: &[u8], m: &Model) -> u32 {
 }
 
 /// [`piece_hash`] of a found piece, without building its features when a window found it
-/// (such pieces are ASCII and shorter than [`WORD_MAX_LEN`]).
+/// (such pieces are shorter than [`WORD_MAX_LEN`]: a window is 64 bytes).
 #[allow(clippy::inline_always)] // hot path; measurably faster inlined
 #[inline(always)]
 pub(crate) fn found_hash(f: &Found<'_>, text: &[u8]) -> Option<u64> {
@@ -646,7 +646,7 @@ fn units_shared<const N: usize>(
 }
 
 /// Table units in each of `models`, which pre-tokenize alike in `dialect`, from one scan:
-/// the pieces of each ASCII window costed together ([`window_units`]), the rest one by one.
+/// the pieces of each window costed together ([`window_units`]), the rest one by one.
 #[allow(clippy::inline_always)] // hot path; measurably faster inlined
 #[inline(always)]
 fn units_in<const N: usize>(

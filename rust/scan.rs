@@ -1004,7 +1004,7 @@ impl<'a> Found<'a> {
         }
     }
 
-    /// For a piece found in a window (ASCII, under 64 bytes): whether it is a digit run.
+    /// For a piece found in a window (under 64 bytes): whether it is a digit run.
     #[inline]
     #[must_use]
     pub fn window_digits(&self) -> bool {
@@ -1036,9 +1036,9 @@ impl<'a> Found<'a> {
 
 /// Splits `text` into pre-tokenization pieces in order, calling `emit` for each.
 ///
-/// Pieces are contiguous and cover the whole input; each has at least one byte. ASCII text goes
-/// through [`blocks`] 64 bytes at a time; the rest, piece by piece, through the
-/// byte scanner ([`scan_bytes`]), which gives the same pieces.
+/// Pieces are contiguous and cover the whole input; each has at least one byte. ASCII text and
+/// two-byte letters with case go through [`blocks`] 64 bytes at a time; the rest, piece by
+/// piece, through the byte scanner ([`scan_bytes`]), which gives the same pieces.
 #[inline]
 pub fn scan<F: FnMut(Piece)>(text: &[u8], dialect: Dialect, mut emit: F) {
     scan_found(text, dialect, |f| emit(f.piece()));
@@ -1060,7 +1060,7 @@ pub fn scan_found<F: FnMut(Found<'_>)>(text: &[u8], dialect: Dialect, mut emit: 
 /// What [`scan_steps`] hands over: the pieces of a whole window at once, or one piece of the
 /// byte scanner.
 pub enum Step<'s, 'a> {
-    /// The pieces one 64-byte ASCII window settles.
+    /// The pieces one 64-byte window settles.
     Window(&'s blocks::Settled<'a>),
     /// A piece the byte scanner found.
     Piece(Found<'a>),

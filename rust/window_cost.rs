@@ -1,4 +1,4 @@
-//! Costing the pieces of one ASCII window together.
+//! Costing the pieces of one window together.
 //!
 //! Most pieces are one token, and finding that out is a hash and one probe of the
 //! vocabulary filter. Taken one piece at a time, with a branch on the piece's length inside the

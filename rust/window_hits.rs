@@ -1,4 +1,4 @@
-//! Which pieces of one ASCII window the vocabulary filters hold: the hit path of
+//! Which pieces of one window the vocabulary filters hold: the hit path of
 //! [`window_units`](crate::window_cost::window_units).
 //!
 //! Each piece a window settles is hashed (`vocab::hash_words` of its bytes zero-padded to 16)
