@@ -133,8 +133,9 @@ mod avx512 {
         let short = _mm512_set1_epi64(i64::from(SHORT));
         let mut lane_hits = [0u64; N];
         let mut group = 0;
-        // The first two groups with no branch on the count (it varies from window to window
-        // and would be mispredicted), the rest in a loop.
+        // At least two groups whatever the count: the loop's exit then depends on the count
+        // only past 16 pieces (a count that varies from window to window made the exit after
+        // the first group a frequent misprediction). Lanes past the count are masked off.
         while group < count.max(16) {
             let start = _mm512_permutexvar_epi8(pick, start_list);
             let end = _mm512_permutexvar_epi8(pick, end_list);
