@@ -243,7 +243,7 @@ fn scanned(text: &[u8], start: usize, end: usize, dialect: Dialect) -> Piece {
 /// and the byte scanner is the reference), and the window's rules then treat the letter as an
 /// ASCII letter of that case, as the byte scanner's rules do. So windows run on through
 /// accented text; the pieces that hold such a letter get their features from the byte scanner
-/// ([`Window::piece`]). Only the first `avail` bytes are text.
+/// ([`Window::piece`]). Only the first `avail` bytes (at most [`WIDTH`]) are text.
 ///
 /// The byte scanner's categories approximate Unicode's where it matters for token counts; they
 /// differ from the tokenizers' regexes in a few places, which windows now share: titlecase
@@ -253,7 +253,7 @@ fn scanned(text: &[u8], start: usize, end: usize, dialect: Dialect) -> Piece {
 fn take_cased(w: &[u8; WIDTH], avail: usize, m: &mut Masks) {
     while m.high != 0 {
         let p = m.high.trailing_zeros() as usize;
-        let Some(upper) = w[..avail.min(WIDTH)]
+        let Some(upper) = w[..avail]
             .get(p + 1)
             .and_then(|&cont| cased_pair(w[p], cont))
         else {
