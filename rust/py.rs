@@ -374,7 +374,7 @@ mod _core {
         validate_pairing, validate_text,
     };
     #[pymodule_export]
-    use crate::py_chat::chat_counts;
+    use crate::py_chat::chat_weighed;
     #[pymodule_export]
     use crate::py_prefix::unchanged_prefix;
 }

@@ -1,12 +1,13 @@
-//! Counting the text of plain Chat Completions message dicts in one call.
+//! Weighing plain Chat Completions message dicts in one call.
 //!
 //! A cold request estimate walks every message of the history: in Python that walk (field
-//! lookups, type checks, one count per string) cost about as much as estimating the text
-//! itself. Here the walk reads the dicts once, the strings are estimated together (in
-//! parallel across cores when they are many, [`batch::estimate_batch`]), and each message
-//! gets back the tuple the Python fast path would have built. Anything that is not a plain,
-//! well-formed message (content parts, a legacy `function_call`, a field of the wrong type)
-//! gets `None`: Python's own path counts it, or raises the error that names the field.
+//! lookups, type checks, one count per string, weighing and summing) cost about as much as
+//! estimating the text itself. Here the walk reads the dicts once, the strings are estimated
+//! together (in parallel across cores when they are many, [`batch::estimate_batch`]), and each
+//! message gets back the weighed tuple the Python path would have built, with the sums the
+//! Python loop keeps when every message is plain. Anything that is not a plain, well-formed
+//! message (content parts, a legacy `function_call`, a field of the wrong type) gets `None`:
+//! Python's own path counts it, or raises the error that names the field.
 
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -26,15 +27,16 @@ const ROLES: [&str; 6] = [
     "function",
 ];
 
-/// The strings of one message to estimate, by what they count as, and the fields it was read
-/// from.
-#[derive(Default)]
+/// What one message counts, and the fields it was read from. Its strings are in the walk's
+/// list of strings to estimate: first `texts` strings of text, then `args` of tool calls.
 struct Fields<'py> {
-    /// `message.get(key)` of each of the caller's keys, as the walk read the message.
-    read: Vec<Bound<'py, PyAny>>,
+    /// `message.get(key)` of `content`, `tool_calls` and `reasoning_content` (the references
+    /// `_FAST_KEYS["openai_chat"]` names in `ctxbudget.request`), as the walk read the
+    /// message: the strings counted are these objects' own.
+    read: [Bound<'py, PyAny>; 3],
     system: bool,
-    text: Vec<Bound<'py, PyString>>,
-    args: Vec<Bound<'py, PyString>>,
+    texts: usize,
+    args: usize,
     calls: usize,
     named: bool,
 }
@@ -64,142 +66,208 @@ fn field<'py>(
     }
 }
 
-/// A non-empty exact `str` at `d[key]` is pushed to `out`; `None`, absent or `""` is nothing;
-/// anything else is not a plain message.
-fn push_text<'py>(
-    d: &Bound<'py, PyDict>,
-    key: &Bound<'py, PyString>,
-    out: &mut Vec<Bound<'py, PyString>>,
-) -> Result<(), ()> {
-    let Some(v) = field(d, key)? else {
-        return Ok(());
-    };
-    let s = v.cast_into_exact::<PyString>().map_err(|_| ())?;
-    if s.len().map_err(|_| ())? > 0 {
-        out.push(s);
+/// A non-empty exact `str` is pushed to `out` (1); `None` or `""` is nothing (0); anything
+/// else is not a plain message.
+fn push_text<'py>(v: &Bound<'py, PyAny>, out: &mut Vec<Bound<'py, PyString>>) -> Result<usize, ()> {
+    if v.is_none() {
+        return Ok(0);
     }
-    Ok(())
+    let s = v.cast_exact::<PyString>().map_err(|_| ())?;
+    if s.len().map_err(|_| ())? == 0 {
+        return Ok(0);
+    }
+    out.push(s.clone());
+    Ok(1)
 }
 
-/// The strings of `tool_calls` (each call's arguments and name), or not a plain message.
-fn push_calls<'py>(calls: &Bound<'py, PyAny>, fields: &mut Fields<'py>) -> Result<(), ()> {
+/// The strings of `tool_calls` (each call's arguments and name) pushed to `out`, and the
+/// number of calls; or not a plain message.
+fn push_calls<'py>(
+    calls: &Bound<'py, PyAny>,
+    out: &mut Vec<Bound<'py, PyString>>,
+) -> Result<usize, ()> {
     let py = calls.py();
+    if calls.is_none() {
+        return Ok(0);
+    }
     let calls = calls.cast_exact::<PyList>().map_err(|_| ())?;
     for call in calls.iter() {
         let call = call.cast_into_exact::<PyDict>().map_err(|_| ())?;
         exact_str(&call, intern!(py, "id"))?;
         let function = field(&call, intern!(py, "function"))?.ok_or(())?;
         let function = function.cast_into_exact::<PyDict>().map_err(|_| ())?;
-        fields
-            .args
-            .push(exact_str(&function, intern!(py, "arguments"))?);
-        fields.args.push(exact_str(&function, intern!(py, "name"))?);
+        out.push(exact_str(&function, intern!(py, "arguments"))?);
+        out.push(exact_str(&function, intern!(py, "name"))?);
     }
-    fields.calls = calls.len();
-    Ok(())
+    Ok(calls.len())
 }
 
-/// What the Python fast path would count in message `m`, with `m.get(key)` of each of `keys`,
-/// or `Err(())` when it is not a plain Chat Completions dict (the Python path then takes it).
-fn fields_of<'py>(m: &Bound<'py, PyAny>, keys: &Bound<'py, PyTuple>) -> Result<Fields<'py>, ()> {
+/// What the Python fast path would count in message `m`, its strings pushed to `strings`; or
+/// `Err(())`, with `strings` as it was, when it is not a plain Chat Completions dict (the
+/// Python path then takes it).
+fn fields_of<'py>(
+    m: &Bound<'py, PyAny>,
+    strings: &mut Vec<Bound<'py, PyString>>,
+) -> Result<Fields<'py>, ()> {
+    let before = strings.len();
+    let fields = read_fields(m, strings);
+    if fields.is_err() {
+        strings.truncate(before);
+    }
+    fields
+}
+
+/// [`fields_of`], which leaves `strings` as it was on `Err`. Each field is read once: the
+/// strings counted are those of [`Fields::read`].
+fn read_fields<'py>(
+    m: &Bound<'py, PyAny>,
+    strings: &mut Vec<Bound<'py, PyString>>,
+) -> Result<Fields<'py>, ()> {
     let py = m.py();
     let m = m.cast_exact::<PyDict>().map_err(|_| ())?;
-    // The fields as the walk reads them (it runs no Python code in between, unless the dict
-    // holds keys of a type with an `__eq__` of its own).
-    let read = keys
-        .iter()
-        .map(|key| match m.get_item(key) {
-            Ok(value) => Ok(value.unwrap_or_else(|| py.None().into_bound(py))),
-            Err(_) => Err(()),
-        })
-        .collect::<Result<Vec<_>, ()>>()?;
+    let keys = [
+        intern!(py, "content"),
+        intern!(py, "tool_calls"),
+        intern!(py, "reasoning_content"),
+    ];
+    let get = |key: &Bound<'py, PyString>| match m.get_item(key) {
+        Ok(value) => Ok(value.unwrap_or_else(|| py.None().into_bound(py))),
+        Err(_) => Err(()),
+    };
+    let read = [get(keys[0])?, get(keys[1])?, get(keys[2])?];
     let role = exact_str(m, intern!(py, "role"))?;
     let role = role.to_str().map_err(|_| ())?;
     if !ROLES.contains(&role) || field(m, intern!(py, "function_call"))?.is_some() {
         return Err(());
     }
-    let mut fields = Fields {
-        read,
-        system: role == "system" || role == "developer",
-        named: m.contains(intern!(py, "name")).map_err(|_| ())?,
-        ..Fields::default()
-    };
-    push_text(m, intern!(py, "content"), &mut fields.text)?;
+    let [content, calls, reasoning] = &read;
+    let mut texts = push_text(content, strings)?;
+    let (mut args, mut calls_made) = (0, 0);
     if role == "assistant" {
-        push_text(m, intern!(py, "reasoning_content"), &mut fields.text)?;
-        if let Some(calls) = field(m, intern!(py, "tool_calls"))? {
-            push_calls(&calls, &mut fields)?;
-        }
+        texts += push_text(reasoning, strings)?;
+        let before = strings.len();
+        calls_made = push_calls(calls, strings)?;
+        args = strings.len() - before;
     } else if role == "tool" {
         exact_str(m, intern!(py, "tool_call_id"))?;
     }
-    Ok(fields)
+    Ok(Fields {
+        system: role == "system" || role == "developer",
+        named: m.contains(intern!(py, "name")).map_err(|_| ())?,
+        texts,
+        args,
+        calls: calls_made,
+        read,
+    })
 }
 
-/// For each of `messages`, the counts of a plain Chat Completions dict, with the fields they
-/// were read from: `(fields, (system, text, args, calls, named, 0, True))`, where `fields` is
-/// `tuple(message.get(key) for key in keys)` as the walk read the message, and the second tuple
-/// is what `ctxbudget.request` sums (text and args in tokens of `encoding`, each string
-/// estimated on its own). `None` for a message the Python path must count. All `None` when
-/// some string has no UTF-8 form (a lone surrogate), so that the Python path raises its error
-/// in message order.
+/// A framing profile's weights of a message's counts (`FramingProfile` in `ctxbudget.request`):
+/// `(text_factor, args_factor, per_message, per_tool_call, per_name)`.
+type Weights = (f64, f64, f64, f64, f64);
+
+/// A message weighed as `ctxbudget.request` weighs it: `(system, body, framing, attachments,
+/// total, exact)`, with the same floating-point operations in the same order (and Python's
+/// rounding of halves to even), so that the numbers are the Python path's to the last bit.
+struct Weighed {
+    system: bool,
+    body: f64,
+    frame: f64,
+    total: f64,
+}
+
+impl Weighed {
+    fn of(f: &Fields<'_>, text: u64, args: u64, w: Weights) -> Self {
+        let (text_factor, args_factor, per_message, per_tool_call, per_name) = w;
+        let body = text as f64 * text_factor + args as f64 * args_factor;
+        let frame =
+            per_message + f.calls as f64 * per_tool_call + if f.named { per_name } else { 0.0 };
+        Weighed {
+            system: f.system,
+            body,
+            frame,
+            total: (body + frame).round_ties_even(),
+        }
+    }
+
+    fn to_tuple<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(
+            py,
+            [
+                self.system.into_pyobject(py)?.to_owned().into_any(),
+                self.body.into_pyobject(py)?.into_any(),
+                self.frame.into_pyobject(py)?.into_any(),
+                0u64.into_pyobject(py)?.into_any(),
+                (self.total as i64).into_pyobject(py)?.into_any(),
+                true.into_pyobject(py)?.to_owned().into_any(),
+            ],
+        )
+    }
+}
+
+/// Each message of a list weighed, as the Python path's tuple, with the fields it was read
+/// from; `None` for a message the Python path must count.
+type WeighedMessages<'py> = Vec<Option<(Bound<'py, PyTuple>, Bound<'py, PyTuple>)>>;
+
+/// Sums of weighed messages: `(system bodies, other bodies, framing)`.
+type Sums = (f64, f64, f64);
+
+/// For each of `messages`, a plain Chat Completions dict's counts weighed by a framing
+/// profile's `weights`, with the fields they were read from: `(fields, (system, body, framing,
+/// 0, total, True))`, where `fields` is `(content, tool_calls, reasoning_content)` as the walk
+/// read them (the strings counted are those objects' own) and text and arguments are counted
+/// in tokens of `encoding`, each string on its own. `None` for a message the Python path must
+/// count; all `None` when some string has no UTF-8 form (a lone surrogate), so that the Python
+/// path raises its error in message order.
+///
+/// Second, when every message is plain: the sums `ctxbudget.request` keeps of them, added in
+/// message order — `(system bodies, other bodies, framing)`; else `None`.
 ///
 /// # Errors
 ///
-/// An unknown encoding.
+/// An unknown encoding, or an error building the result.
 #[pyfunction]
-#[pyo3(signature = (messages, /, encoding = "o200k", keys = None))]
-pub fn chat_counts<'py>(
+#[pyo3(signature = (messages, /, encoding, weights))]
+pub fn chat_weighed<'py>(
     py: Python<'py>,
     messages: &Bound<'py, PyList>,
     encoding: &str,
-    keys: Option<&Bound<'py, PyTuple>>,
-) -> PyResult<Vec<Option<Bound<'py, PyTuple>>>> {
+    weights: Weights,
+) -> PyResult<(WeighedMessages<'py>, Option<Sums>)> {
     let encoding = parse_encoding(encoding)?;
-    let no_keys = PyTuple::empty(py);
-    let keys = keys.unwrap_or(&no_keys);
-    let fields: Vec<Option<Fields<'py>>> =
-        messages.iter().map(|m| fields_of(&m, keys).ok()).collect();
-    let sources: Vec<TextSource<'py>> = fields
+    let mut strings = Vec::new();
+    let fields: Vec<Option<Fields<'py>>> = messages
         .iter()
-        .flatten()
-        .flat_map(|f| f.text.iter().chain(&f.args))
-        .map(|s| TextSource::Str(s.clone()))
+        .map(|m| fields_of(&m, &mut strings).ok())
         .collect();
+    let sources: Vec<TextSource<'py>> = strings.into_iter().map(TextSource::Str).collect();
     let views = sources
         .iter()
         .map(TextSource::text)
         .collect::<PyResult<Vec<Text<'_>>>>()?;
     let total: usize = views.iter().map(Text::size).sum();
     let Ok(counts) = maybe_detach(py, total, || batch::estimate_batch(&views, encoding)) else {
-        return Ok(fields.iter().map(|_| None).collect());
+        return Ok((fields.iter().map(|_| None).collect(), None));
     };
     let mut next = counts.into_iter();
     let mut sum = |n: usize| -> u64 { next.by_ref().take(n).sum() };
-    fields
-        .into_iter()
-        .map(|f| {
-            f.map(|f| {
-                let text = sum(f.text.len());
-                let args = sum(f.args.len());
-                let counted = PyTuple::new(
-                    py,
-                    [
-                        f.system.into_pyobject(py)?.to_owned().into_any(),
-                        text.into_pyobject(py)?.into_any(),
-                        args.into_pyobject(py)?.into_any(),
-                        f.calls.into_pyobject(py)?.into_any(),
-                        f.named.into_pyobject(py)?.to_owned().into_any(),
-                        0u64.into_pyobject(py)?.into_any(),
-                        true.into_pyobject(py)?.to_owned().into_any(),
-                    ],
-                )?;
-                PyTuple::new(
-                    py,
-                    [PyTuple::new(py, f.read)?.into_any(), counted.into_any()],
-                )
-            })
-            .transpose()
-        })
-        .collect()
+    let mut sums = Some((0.0, 0.0, 0.0));
+    let mut out = Vec::with_capacity(fields.len());
+    for f in fields {
+        let Some(f) = f else {
+            sums = None;
+            out.push(None);
+            continue;
+        };
+        let weighed = Weighed::of(&f, sum(f.texts), sum(f.args), weights);
+        if let Some((system, other, frame)) = &mut sums {
+            if weighed.system {
+                *system += weighed.body;
+            } else {
+                *other += weighed.body;
+            }
+            *frame += weighed.frame;
+        }
+        out.push(Some((PyTuple::new(py, f.read)?, weighed.to_tuple(py)?)));
+    }
+    Ok((out, sums))
 }

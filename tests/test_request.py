@@ -340,7 +340,7 @@ def test_append_reuses_and_matches_cold(monkeypatch: pytest.MonkeyPatch) -> None
     est.estimate(history, tools=TOOLS)
     calls: list[str] = []
     original = est._count_fn
-    core_counts = request_module.chat_counts
+    core_weighed = request_module.chat_weighed
 
     def spy() -> Any:
         fn = original()
@@ -351,12 +351,12 @@ def test_append_reuses_and_matches_cold(monkeypatch: pytest.MonkeyPatch) -> None
 
         return count
 
-    def spy_core(messages: list[Any], encoding: str, keys: tuple[str, ...]) -> Any:
+    def spy_core(messages: list[Any], encoding: str, weights: tuple[float, ...]) -> Any:
         calls.extend(m["content"] for m in messages)
-        return core_counts(messages, encoding, keys)
+        return core_weighed(messages, encoding, weights)
 
     est._count_fn = spy  # type: ignore[method-assign]
-    monkeypatch.setattr(request_module, "chat_counts", spy_core)
+    monkeypatch.setattr(request_module, "chat_weighed", spy_core)
     history = [*history, {"role": "user", "content": "and now the tests"}]
     warm = est.estimate(history, tools=TOOLS)
     assert calls == ["and now the tests"]  # only the new message was counted
@@ -674,13 +674,13 @@ def test_large_cold_estimate_is_counted_in_one_core_call_with_the_same_numbers(
             }
         )
     sent: list[int] = []
-    real = request_module.chat_counts
+    real = request_module.chat_weighed
 
-    def spy(messages: list[Any], encoding: str, keys: tuple[str, ...]) -> Any:
+    def spy(messages: list[Any], encoding: str, weights: tuple[float, ...]) -> Any:
         sent.append(len(messages))
-        return real(messages, encoding, keys)
+        return real(messages, encoding, weights)
 
-    monkeypatch.setattr(request_module, "chat_counts", spy)
+    monkeypatch.setattr(request_module, "chat_weighed", spy)
     at_once = estimate_request(msgs, model="gpt-4o")
     assert sent == [len(msgs)]
     # Cached messages are not sent again (a shortened history recounts from cache).
@@ -689,7 +689,7 @@ def test_large_cold_estimate_is_counted_in_one_core_call_with_the_same_numbers(
     estimator.estimate(msgs[:-1])
     assert sent == [len(msgs), len(msgs), 0]
     # The Python path, message by message, gives the same numbers.
-    monkeypatch.setattr(request_module, "chat_counts", lambda m, e, k: [None] * len(m))
+    monkeypatch.setattr(request_module, "chat_weighed", _core_off)
     one_by_one = estimate_request(msgs, model="gpt-4o")
     assert at_once == one_by_one
 
@@ -741,26 +741,84 @@ NOT_PLAIN = [
 ]
 
 
-@pytest.mark.parametrize("encoding", ["o200k", "conservative"])
-def test_core_chat_counts_are_the_python_fast_path_s(encoding: str) -> None:
+def _core_off(messages: list[Any], encoding: str, weights: tuple[float, ...]) -> Any:
+    """``chat_weighed`` leaving every message to the Python path."""
+    return [None] * len(messages), None
+
+
+def _weights(p: request_module.FramingProfile) -> tuple[float, ...]:
+    return (p.text_factor, p.args_factor, p.per_message, p.per_tool_call, p.per_name)
+
+
+#: Profiles whose weights give totals of every kind: whole, fractional, and halves (which
+#: Python rounds to even).
+WEIGHTS_PROFILES = {
+    **request_module.PROFILES,
+    "halves": request_module.FramingProfile(
+        "halves", "o200k", per_message=0.5, per_request=0, per_tool_call=1.5, text_factor=0.5
+    ),
+}
+
+
+@pytest.mark.parametrize(("encoding", "model"), [("o200k", "gpt-4o"), ("conservative", None)])
+@pytest.mark.parametrize("profile", ["openai", "deepseek", "default", "halves"])
+def test_core_weighs_plain_messages_as_the_python_fast_path_does(
+    encoding: str, model: str | None, profile: str
+) -> None:
     count = partial(estimate_tokens, encoding=encoding)
-    keys = ("content", "tool_calls", "reasoning_content")
-    counted = request_module.chat_counts(PLAIN, encoding, keys)
-    assert counted == [
-        (tuple(map(m.get, keys)), request_module._count_chat_fast(m, i, count, "openai"))
+    est = RequestEstimator(model, encoding=encoding, profile=WEIGHTS_PROFILES[profile])
+    keys = request_module._FAST_KEYS["openai_chat"]
+    weights = _weights(est.profile)
+    weighed, sums = request_module.chat_weighed(PLAIN, encoding, weights)
+    fast = request_module._count_chat_fast
+    assert weighed == [
+        (tuple(map(m.get, keys)), est._weigh(fast(m, i, count, "openai")))
         for i, m in enumerate(PLAIN)
     ]
     # The fields read are the message's own objects.
-    for c, m in zip(counted, PLAIN, strict=True):
-        assert c is not None and c[0][0] is m.get("content")
-    # One message the core leaves to Python leaves the others counted, except a surrogate,
-    # which leaves all to Python (so the error is raised in message order).
+    for w, m in zip(weighed, PLAIN, strict=True):
+        assert w is not None and w[0][0] is m.get("content")
+    # The sums, added in message order as the Python loop adds them.
+    system = other = frame = 0.0
+    for _, (is_system, body, framing, *_) in filter(None, weighed):
+        if is_system:
+            system += body
+        else:
+            other += body
+        frame += framing
+    assert sums == (system, other, frame)
+    # One message the core leaves to Python leaves the others weighed, and no sums, except a
+    # surrogate, which leaves all to Python (so the error is raised in message order).
     for bad in NOT_PLAIN:
-        mixed = request_module.chat_counts([*PLAIN, bad], encoding, keys)
+        mixed, mixed_sums = request_module.chat_weighed([*PLAIN, bad], encoding, weights)
+        assert mixed_sums is None
         if bad is NOT_PLAIN[-2]:
             assert mixed == [None] * (len(PLAIN) + 1)
         else:
-            assert mixed == [*counted, None], bad
+            assert mixed == [*weighed, None], bad
+
+
+@pytest.mark.parametrize("profile", ["openai", "deepseek", "anthropic", "halves"])
+def test_a_cold_estimate_weighed_in_the_core_leaves_the_python_loops_state(
+    profile: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first estimate of an all-plain list skips the per-message loop; what it leaves
+    (sums, per-message values, the cache, the references of the unchanged-prefix check) is
+    the loop's to the last bit, and the next turn goes on from it alike."""
+    msgs = [*PLAIN, *PLAIN]
+    later = {"role": "user", "content": "and then?"}
+
+    def run() -> tuple[Any, ...]:
+        est = RequestEstimator(profile=WEIGHTS_PROFILES[profile], encoding="o200k")
+        first = est.estimate(msgs, tools=TOOLS)
+        state = (est._acc, est._per_message, est._weighed, est._refs, est._msgs)
+        cached = [(m is msgs[i], refs, w) for i, (m, refs, w) in enumerate(est._by_id.values())]
+        second = est.estimate([*msgs, later], tools=TOOLS)
+        return first, state, cached, second, est._acc
+
+    with_core = run()
+    monkeypatch.setattr(request_module, "chat_weighed", _core_off)
+    assert with_core == run()
 
 
 def _outcome(msgs: list[Any]) -> Any:
@@ -776,7 +834,7 @@ def test_the_core_path_is_invisible(bad: Any, monkeypatch: pytest.MonkeyPatch) -
     Python path alone gives."""
     msgs = [*PLAIN, bad, *PLAIN]
     with_core = _outcome(msgs)
-    monkeypatch.setattr(request_module, "chat_counts", lambda m, e, k: [None] * len(m))
+    monkeypatch.setattr(request_module, "chat_weighed", _core_off)
     assert with_core == _outcome(msgs)
 
 

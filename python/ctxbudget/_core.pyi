@@ -7,7 +7,7 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = [
-    "chat_counts",
+    "chat_weighed",
     "check_text",
     "detect_type",
     "encodings",
@@ -31,9 +31,12 @@ def estimate_batch(
     texts: Iterable[str | _BytesLike], /, encoding: str = "o200k"
 ) -> npt.NDArray[np.int64]: ...
 def encodings() -> list[str]: ...
-def chat_counts(
-    messages: list[Any], /, encoding: str = "o200k", keys: tuple[str, ...] | None = None
-) -> list[tuple[tuple[Any, ...], tuple[bool, int, int, int, bool, int, bool]] | None]: ...
+def chat_weighed(
+    messages: list[Any], /, encoding: str, weights: tuple[float, float, float, float, float]
+) -> tuple[
+    list[tuple[tuple[Any, Any, Any], tuple[bool, float, float, int, int, bool]] | None],
+    tuple[float, float, float] | None,
+]: ...
 def select_largest(
     sizes: Sequence[int] | npt.NDArray[np.int64], need: int, /, protected: Sequence[int]
 ) -> tuple[list[int], int, int]: ...

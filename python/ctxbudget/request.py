@@ -41,7 +41,7 @@ from functools import partial
 from itertools import repeat
 from typing import Any
 
-from ctxbudget._core import chat_counts, unchanged_prefix
+from ctxbudget._core import chat_weighed, unchanged_prefix
 from ctxbudget.counting import Accuracy, encoding_for_model
 from ctxbudget.formats.detect import NOTHING_SEEN, SeenFits, narrow_fits, pick_format
 from ctxbudget.messages import (
@@ -707,20 +707,27 @@ class RequestEstimator:
         keys: tuple[str, ...],
         count: Counter,
         rule: str,
-        ahead: dict[int, tuple[tuple[Any, ...], _Counted]],
+        ahead: dict[int, tuple[tuple[Any, ...], _Weighed]],
     ) -> _Weighed:
         refs = tuple(map(m.get, keys)) if type(m) is dict else _attr_refs(m, keys)
         key = id(m)
         hit = self._by_id.get(key)
         if hit is not None and hit[0] is m and hit[1] == refs:
             return hit[2]
+        early = ahead.get(key)
+        # Weighed ahead from the fields it has now? (Else counted again here: the count kept
+        # is always that of the fields kept with it.)
+        if early is not None and early[0] == refs:
+            weighed = early[1]
+        else:
+            weighed = self._weigh(self._count_new(m, index, fmt, count, rule))
+        self._by_id[key] = (m, refs, weighed)
+        return weighed
+
+    @staticmethod
+    def _count_new(m: Any, index: int, fmt: str, count: Counter, rule: str) -> _Counted:
         try:
-            early = ahead.get(key)
-            # Counted ahead from the fields it has now? (Else counted again here: the count
-            # kept is always that of the fields kept with it.)
-            counted = early[1] if early is not None and early[0] == refs else None
-            if counted is None and fmt == "openai_chat":
-                counted = _count_chat_fast(m, index, count, rule)
+            counted = _count_chat_fast(m, index, count, rule) if fmt == "openai_chat" else None
             if counted is None:
                 (message,) = _normalize_one(m, index, fmt)
                 counted = _count_message(message, count, rule)
@@ -731,13 +738,16 @@ class RequestEstimator:
                 _surrogate_field(m),
                 fmt,
             ) from e
+        return counted
+
+    def _weigh(self, counted: _Counted) -> _Weighed:
+        """A message's counts weighed by the profile (``chat_weighed`` in the core weighs
+        plain Chat Completions messages the same way, to the last bit)."""
         system, text, args, calls, named, attach, exact = counted
         p = self.profile
         body = text * p.text_factor + args * p.args_factor
         frame = p.per_message + calls * p.per_tool_call + (p.per_name if named else 0.0)
-        weighed = (system, body, frame, attach, round(body + attach + frame), exact)
-        self._by_id[key] = (m, refs, weighed)
-        return weighed
+        return (system, body, frame, attach, round(body + attach + frame), exact)
 
     # -- the estimate
 
@@ -801,7 +811,11 @@ class RequestEstimator:
             weighed = []
             new = msgs
         count = self._count_fn()
-        ahead = self._counted_ahead(new, fmt)
+        weighed_ahead, sums = self._weighed_ahead(new, fmt)
+        if sums is not None and not k and not self._by_id:
+            # Cold, every message plain and weighed in the core: no per-message loop here.
+            return self._cold_from_core(msgs, weighed_ahead, sums, fmt, system, tools, max_tokens)
+        ahead = {id(m): w for m, w in zip(new, weighed_ahead, strict=True) if w is not None}
         rule = (
             _FORMAT_IMAGE_RULE[fmt] if self.profile.name == "default" else self.profile.image_rule
         )
@@ -837,22 +851,52 @@ class RequestEstimator:
             self._refs = self._fresh_refs(msgs, keys)
         return self._assemble(fmt, system, tools, max_tokens)
 
-    def _counted_ahead(
+    def _weighed_ahead(
         self, new: list[Any], fmt: str
-    ) -> dict[int, tuple[tuple[Any, ...], _Counted]]:
-        """Counts of the plain Chat Completions dicts among ``new`` not counted before, by
-        message id, from one call into the core (the strings estimated together, on all
-        cores when they are many), each with the content fields it was read from. Other
-        messages are left to :meth:`_count_one`."""
+    ) -> tuple[list[tuple[tuple[Any, ...], _Weighed] | None], tuple[float, float, float] | None]:
+        """The plain Chat Completions dicts among ``new`` not counted before, weighed in one
+        call into the core (the strings estimated together, on all cores when they are many),
+        each with the content fields it was read from; ``None`` for the others, which are left
+        to :meth:`_count_one`. Second, when all of ``new`` was weighed: the sums of the
+        weighed values, as :meth:`_estimate` keeps them."""
         if self._counter_fn is not None or fmt != "openai_chat":
-            return {}
+            return [None] * len(new), None
         by_id = self._by_id
-        todo = [m for m in new if id(m) not in by_id]
+        todo = new if not by_id else [m for m in new if id(m) not in by_id]
         # With each count, the fields the core read it from: a field replaced since (another
         # thread, a caller's __getitem__ run by the walk) no longer matches in _count_one, and
         # the message is counted again from what it holds then.
-        counts = chat_counts(todo, self.encoding, _FAST_KEYS[fmt])
-        return {id(m): c for m, c in zip(todo, counts, strict=True) if c is not None}
+        p = self.profile
+        weights = (p.text_factor, p.args_factor, p.per_message, p.per_tool_call, p.per_name)
+        weighed, sums = chat_weighed(todo, self.encoding, weights)
+        if todo is new:
+            return weighed, sums
+        by_todo = dict(zip(map(id, todo), weighed, strict=True))
+        return [by_todo.get(id(m)) for m in new], None
+
+    def _cold_from_core(
+        self,
+        msgs: list[Any],
+        ahead: list[Any],
+        sums: tuple[float, float, float],
+        fmt: str,
+        system: Any,
+        tools: Sequence[Any] | None,
+        max_tokens: int | None,
+    ) -> RequestEstimate:
+        """:meth:`_estimate` of a first list whose messages the core weighed, all of them:
+        the state the per-message loop would leave, built from the core's results."""
+        refs, weighed = zip(*ahead, strict=True) if ahead else ((), ())
+        entries = zip(msgs, refs, weighed, strict=True)
+        self._by_id.update(zip(map(id, msgs), entries, strict=True))
+        self._msgs = msgs
+        self._acc = (sums[0], sums[1], 0.0, sums[2], 1.0)
+        self._per_message = [w[4] for w in weighed]
+        self._weighed = list(weighed)
+        self._refs = [list(column) for column in zip(*refs, strict=True)] or [
+            [] for _ in _FAST_KEYS[fmt]
+        ]
+        return self._assemble(fmt, system, tools, max_tokens)
 
     def _from_langchain(self, msgs: list[Any]) -> list[Any]:
         """LangChain messages as Chat Completions dicts, each converted once: a message seen
