@@ -26,6 +26,10 @@ mod testing;
 #[cfg(feature = "python")]
 mod py;
 #[cfg(feature = "python")]
+mod py_anthropic;
+#[cfg(feature = "python")]
 mod py_chat;
 #[cfg(feature = "python")]
 mod py_prefix;
+#[cfg(feature = "python")]
+mod py_weigh;

@@ -374,6 +374,8 @@ mod _core {
         validate_pairing, validate_text,
     };
     #[pymodule_export]
+    use crate::py_anthropic::anthropic_weighed;
+    #[pymodule_export]
     use crate::py_chat::chat_weighed;
     #[pymodule_export]
     use crate::py_prefix::unchanged_prefix;

@@ -1,21 +1,12 @@
-//! Weighing plain Chat Completions message dicts in one call.
-//!
-//! A cold request estimate walks every message of the history: in Python that walk (field
-//! lookups, type checks, one count per string, weighing and summing) cost about as much as
-//! estimating the text itself. Here the walk reads the dicts once, the strings are estimated
-//! together (in parallel across cores when they are many, [`batch::estimate_batch`]), and each
-//! message gets back the weighed tuple the Python path would have built, with the sums the
-//! Python loop keeps when every message is plain. Anything that is not a plain, well-formed
-//! message (content parts, a legacy `function_call`, a field of the wrong type) gets `None`:
-//! Python's own path counts it, or raises the error that names the field.
+//! Weighing plain Chat Completions message dicts in one call ([`py_weigh`](crate::py_weigh)).
 
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
-use crate::batch;
-use crate::py::{maybe_detach, parse_encoding, TextSource};
-use crate::units::Text;
+use crate::py_weigh::{
+    exact_str, field, push_text, walk, weigh, Fields, Sums, WeighedMessages, Weights,
+};
 
 /// Roles of Chat Completions messages (`function`: the result of a legacy `function_call`).
 const ROLES: [&str; 6] = [
@@ -26,59 +17,6 @@ const ROLES: [&str; 6] = [
     "tool",
     "function",
 ];
-
-/// What one message counts, and the fields it was read from. Its strings are in the walk's
-/// list of strings to estimate: first `texts` strings of text, then `args` of tool calls.
-struct Fields<'py> {
-    /// `message.get(key)` of `content`, `tool_calls` and `reasoning_content` (the references
-    /// `_FAST_KEYS["openai_chat"]` names in `ctxbudget.request`), as the walk read the
-    /// message: the strings counted are these objects' own.
-    read: [Bound<'py, PyAny>; 3],
-    system: bool,
-    texts: usize,
-    args: usize,
-    calls: usize,
-    named: bool,
-}
-
-/// `d[key]` when it is exactly a `str`; `Err(())` when present and anything else (or absent).
-fn exact_str<'py>(
-    d: &Bound<'py, PyDict>,
-    key: &Bound<'py, PyString>,
-) -> Result<Bound<'py, PyString>, ()> {
-    match d.get_item(key) {
-        Ok(Some(v)) if v.is_exact_instance_of::<PyString>() => {
-            v.cast_into::<PyString>().map_err(|_| ())
-        }
-        _ => Err(()),
-    }
-}
-
-/// `d[key]`, `None` when absent or `None`; `Err(())` when the lookup raised.
-fn field<'py>(
-    d: &Bound<'py, PyDict>,
-    key: &Bound<'py, PyString>,
-) -> Result<Option<Bound<'py, PyAny>>, ()> {
-    match d.get_item(key) {
-        Ok(Some(v)) if !v.is_none() => Ok(Some(v)),
-        Ok(_) => Ok(None),
-        Err(_) => Err(()),
-    }
-}
-
-/// A non-empty exact `str` is pushed to `out` (1); `None` or `""` is nothing (0); anything
-/// else is not a plain message.
-fn push_text<'py>(v: &Bound<'py, PyAny>, out: &mut Vec<Bound<'py, PyString>>) -> Result<usize, ()> {
-    if v.is_none() {
-        return Ok(0);
-    }
-    let s = v.cast_exact::<PyString>().map_err(|_| ())?;
-    if s.len().map_err(|_| ())? == 0 {
-        return Ok(0);
-    }
-    out.push(s.clone());
-    Ok(1)
-}
 
 /// The strings of `tool_calls` (each call's arguments and name) pushed to `out`, and the
 /// number of calls; or not a plain message.
@@ -103,23 +41,10 @@ fn push_calls<'py>(
 }
 
 /// What the Python fast path would count in message `m`, its strings pushed to `strings`; or
-/// `Err(())`, with `strings` as it was, when it is not a plain Chat Completions dict (the
-/// Python path then takes it).
+/// `Err(())` when it is not a plain Chat Completions dict (the Python path then takes it).
+/// Each field is read once: the strings counted are those of [`Fields::refs`], `(content,
+/// tool_calls, reasoning_content)`.
 fn fields_of<'py>(
-    m: &Bound<'py, PyAny>,
-    strings: &mut Vec<Bound<'py, PyString>>,
-) -> Result<Fields<'py>, ()> {
-    let before = strings.len();
-    let fields = read_fields(m, strings);
-    if fields.is_err() {
-        strings.truncate(before);
-    }
-    fields
-}
-
-/// [`fields_of`], which leaves `strings` as it was on `Err`. Each field is read once: the
-/// strings counted are those of [`Fields::read`].
-fn read_fields<'py>(
     m: &Bound<'py, PyAny>,
     strings: &mut Vec<Bound<'py, PyString>>,
 ) -> Result<Fields<'py>, ()> {
@@ -157,59 +82,9 @@ fn read_fields<'py>(
         texts,
         args,
         calls: calls_made,
-        read,
+        refs: PyTuple::new(py, read).map_err(|_| ())?,
     })
 }
-
-/// A framing profile's weights of a message's counts (`FramingProfile` in `ctxbudget.request`):
-/// `(text_factor, args_factor, per_message, per_tool_call, per_name)`.
-type Weights = (f64, f64, f64, f64, f64);
-
-/// A message weighed as `ctxbudget.request` weighs it: `(system, body, framing, attachments,
-/// total, exact)`, with the same floating-point operations in the same order (and Python's
-/// rounding of halves to even), so that the numbers are the Python path's to the last bit.
-struct Weighed {
-    system: bool,
-    body: f64,
-    frame: f64,
-    total: f64,
-}
-
-impl Weighed {
-    fn of(f: &Fields<'_>, text: u64, args: u64, w: Weights) -> Self {
-        let (text_factor, args_factor, per_message, per_tool_call, per_name) = w;
-        let body = text as f64 * text_factor + args as f64 * args_factor;
-        let frame =
-            per_message + f.calls as f64 * per_tool_call + if f.named { per_name } else { 0.0 };
-        Weighed {
-            system: f.system,
-            body,
-            frame,
-            total: (body + frame).round_ties_even(),
-        }
-    }
-
-    fn to_tuple<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        PyTuple::new(
-            py,
-            [
-                self.system.into_pyobject(py)?.to_owned().into_any(),
-                self.body.into_pyobject(py)?.into_any(),
-                self.frame.into_pyobject(py)?.into_any(),
-                0u64.into_pyobject(py)?.into_any(),
-                (self.total as i64).into_pyobject(py)?.into_any(),
-                true.into_pyobject(py)?.to_owned().into_any(),
-            ],
-        )
-    }
-}
-
-/// Each message of a list weighed, as the Python path's tuple, with the fields it was read
-/// from; `None` for a message the Python path must count.
-type WeighedMessages<'py> = Vec<Option<(Bound<'py, PyTuple>, Bound<'py, PyTuple>)>>;
-
-/// Sums of weighed messages: `(system bodies, other bodies, framing)`.
-type Sums = (f64, f64, f64);
 
 /// For each of `messages`, a plain Chat Completions dict's counts weighed by a framing
 /// profile's `weights`, with the fields they were read from: `(fields, (system, body, framing,
@@ -233,41 +108,6 @@ pub fn chat_weighed<'py>(
     encoding: &str,
     weights: Weights,
 ) -> PyResult<(WeighedMessages<'py>, Option<Sums>)> {
-    let encoding = parse_encoding(encoding)?;
-    let mut strings = Vec::new();
-    let fields: Vec<Option<Fields<'py>>> = messages
-        .iter()
-        .map(|m| fields_of(&m, &mut strings).ok())
-        .collect();
-    let sources: Vec<TextSource<'py>> = strings.into_iter().map(TextSource::Str).collect();
-    let views = sources
-        .iter()
-        .map(TextSource::text)
-        .collect::<PyResult<Vec<Text<'_>>>>()?;
-    let total: usize = views.iter().map(Text::size).sum();
-    let Ok(counts) = maybe_detach(py, total, || batch::estimate_batch(&views, encoding)) else {
-        return Ok((fields.iter().map(|_| None).collect(), None));
-    };
-    let mut next = counts.into_iter();
-    let mut sum = |n: usize| -> u64 { next.by_ref().take(n).sum() };
-    let mut sums = Some((0.0, 0.0, 0.0));
-    let mut out = Vec::with_capacity(fields.len());
-    for f in fields {
-        let Some(f) = f else {
-            sums = None;
-            out.push(None);
-            continue;
-        };
-        let weighed = Weighed::of(&f, sum(f.texts), sum(f.args), weights);
-        if let Some((system, other, frame)) = &mut sums {
-            if weighed.system {
-                *system += weighed.body;
-            } else {
-                *other += weighed.body;
-            }
-            *frame += weighed.frame;
-        }
-        out.push(Some((PyTuple::new(py, f.read)?, weighed.to_tuple(py)?)));
-    }
-    Ok((out, sums))
+    let (fields, strings) = walk(messages, fields_of);
+    weigh(py, fields, strings, encoding, weights)
 }

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import threading
+from collections import OrderedDict
 from functools import partial
 from typing import Any
 
@@ -741,6 +742,98 @@ NOT_PLAIN = [
 ]
 
 
+def _tool_use(input: Any, name: Any = "bash", **extra: Any) -> dict[str, Any]:
+    return {"type": "tool_use", "id": "t1", "name": name, "input": input} | extra
+
+
+def _nested(depth: int) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for _ in range(depth - 1):
+        value = {"k": value}
+    return value
+
+
+_PNG = {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}
+#: Plain Anthropic messages the core counts, and messages it leaves to the Python path.
+PLAIN_ANTHROPIC = [
+    {"role": "user", "content": "Fix the bug."},
+    {"role": "user", "content": ""},
+    {"role": "user", "content": "héllo wörld 你好 " * 50},
+    {
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "Looking."},
+            _tool_use({"cmd": "ls -la", "n": 3, "deep": [1, 2.5, None, True, {"k": "ü 你好"}]}),
+            _tool_use({"pair": (1, "two")}, "grep"),  # parallel calls; a tuple is a JSON array
+        ],
+    },
+    {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok\n" * 30}],
+    },
+    {
+        "role": "user",
+        "content": [
+            {
+                "type": "tool_result",
+                "tool_use_id": "t1",
+                "content": [{"type": "text", "text": "one"}, {"type": "text", "text": ""}],
+                "is_error": True,
+            },
+            {"type": "tool_result", "tool_use_id": "t2"},
+            {"type": "tool_result", "tool_use_id": "t3", "content": None, "is_error": None},
+            {"type": "text", "text": "and a note", "cache_control": {"type": "ephemeral"}},
+        ],
+    },
+    {
+        "role": "assistant",
+        "content": [
+            {"type": "thinking", "thinking": "Hmm. 🙂", "signature": "sig"},
+            {"type": "redacted_thinking", "data": "opaque"},
+            _tool_use({}, "noop"),
+            _tool_use(_nested(256)),
+        ],
+    },
+    {"role": "assistant", "content": [], "stop_reason": "end_turn"},
+]
+NOT_PLAIN_ANTHROPIC = [
+    {"role": "user", "content": [{"type": "image", "source": _PNG}]},
+    {"role": "user", "content": [{"type": "document", "source": {"type": "text", "data": "d"}}]},
+    {"role": "user", "content": [{"type": "search_result", "title": "t", "source": "s"}]},
+    {"role": "user", "content": [{"type": "video"}]},
+    {"role": "system", "content": "no system role in the list"},
+    {"role": "user", "content": None},
+    {"role": "user"},
+    {"role": _Str("user"), "content": "role subclass"},
+    {"role": "user", "content": ({"type": "text", "text": "a tuple of blocks"},)},
+    {"role": "user", "content": [{"type": "text", "text": _Str("a str subclass")}]},
+    {"role": "user", "content": [{"type": "text"}]},
+    {"role": "assistant", "content": [_tool_use("not a dict")]},
+    {"role": "assistant", "content": [_tool_use({"a": 1}, name=None)]},
+    {"role": "assistant", "content": [_tool_use({"a": 1}) | {"id": 7}]},
+    {"role": "assistant", "content": [_tool_use({"s": {1, 2}})]},
+    {"role": "assistant", "content": [_tool_use(OrderedDict(a=1))]},
+    {"role": "assistant", "content": [_tool_use({"a": OrderedDict(b=1)})]},
+    {"role": "assistant", "content": [_tool_use(_nested(257))]},
+    {
+        "role": "user",
+        "content": [
+            {
+                "type": "tool_result",
+                "tool_use_id": "t1",
+                "content": [{"type": "image", "source": _PNG}],
+            }
+        ],
+    },
+    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "is_error": "yes"}]},
+    {"role": "user", "content": [{"type": "tool_result", "content": "no id"}]},
+    {"role": "user", "content": [{"type": "text", "text": "a lone \ud800 surrogate"}]},
+    ["not", "a dict"],
+]
+#: The message whose lone surrogate leaves every message to Python.
+SURROGATES = (NOT_PLAIN[-2], NOT_PLAIN_ANTHROPIC[-2])
+
+
 def _core_off(messages: list[Any], encoding: str, weights: tuple[float, ...]) -> Any:
     """``chat_weighed`` leaving every message to the Python path."""
     return [None] * len(messages), None
@@ -792,24 +885,55 @@ def test_core_weighs_plain_messages_as_the_python_fast_path_does(
     for bad in NOT_PLAIN:
         mixed, mixed_sums = request_module.chat_weighed([*PLAIN, bad], encoding, weights)
         assert mixed_sums is None
-        if bad is NOT_PLAIN[-2]:
+        if bad in SURROGATES:
             assert mixed == [None] * (len(PLAIN) + 1)
         else:
             assert mixed == [*weighed, None], bad
 
 
+@pytest.mark.parametrize("encoding", ["o200k", "conservative"])
+@pytest.mark.parametrize("profile", ["anthropic", "deepseek", "halves"])
+def test_core_weighs_plain_anthropic_messages_as_the_python_path_does(
+    encoding: str, profile: str
+) -> None:
+    count = partial(estimate_tokens, encoding=encoding)
+    est = RequestEstimator(encoding=encoding, profile=WEIGHTS_PROFILES[profile])
+    weights = _weights(est.profile)
+    weighed, sums = request_module.anthropic_weighed(PLAIN_ANTHROPIC, encoding, weights)
+
+    def python_path(i: int, m: dict[str, Any]) -> Any:
+        (message,) = request_module._normalize_one(m, i, "anthropic")
+        return est._weigh(request_module._count_message(message, count, "anthropic"))
+
+    assert weighed == [
+        ((m.get("content"),), python_path(i, m)) for i, m in enumerate(PLAIN_ANTHROPIC)
+    ]
+    assert sums == (0.0, sum(w[1][1] for w in weighed), sum(w[1][2] for w in weighed))
+    for bad in NOT_PLAIN_ANTHROPIC:
+        mixed, mixed_sums = request_module.anthropic_weighed(
+            [*PLAIN_ANTHROPIC, bad], encoding, weights
+        )
+        assert mixed_sums is None
+        if bad in SURROGATES:
+            assert mixed == [None] * (len(PLAIN_ANTHROPIC) + 1)
+        else:
+            assert mixed == [*weighed, None], bad
+
+
+@pytest.mark.parametrize("fmt", ["openai_chat", "anthropic"])
 @pytest.mark.parametrize("profile", ["openai", "deepseek", "anthropic", "halves"])
 def test_a_cold_estimate_weighed_in_the_core_leaves_the_python_loops_state(
-    profile: str, monkeypatch: pytest.MonkeyPatch
+    fmt: str, profile: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The first estimate of an all-plain list skips the per-message loop; what it leaves
     (sums, per-message values, the cache, the references of the unchanged-prefix check) is
     the loop's to the last bit, and the next turn goes on from it alike."""
-    msgs = [*PLAIN, *PLAIN]
+    walk, plain, _ = WALKS[fmt]
+    msgs = [*plain, *plain]
     later = {"role": "user", "content": "and then?"}
 
     def run() -> tuple[Any, ...]:
-        est = RequestEstimator(profile=WEIGHTS_PROFILES[profile], encoding="o200k")
+        est = RequestEstimator(profile=WEIGHTS_PROFILES[profile], encoding="o200k", format=fmt)
         first = est.estimate(msgs, tools=TOOLS)
         state = (est._acc, est._per_message, est._weighed, est._refs, est._msgs)
         cached = [(m is msgs[i], refs, w) for i, (m, refs, w) in enumerate(est._by_id.values())]
@@ -817,25 +941,34 @@ def test_a_cold_estimate_weighed_in_the_core_leaves_the_python_loops_state(
         return first, state, cached, second, est._acc
 
     with_core = run()
-    monkeypatch.setattr(request_module, "chat_weighed", _core_off)
+    monkeypatch.setattr(request_module, walk, _core_off)
     assert with_core == run()
 
 
-def _outcome(msgs: list[Any]) -> Any:
+def _outcome(msgs: list[Any], fmt: str = "openai_chat") -> Any:
     try:
-        return estimate_request(msgs, model="gpt-4o")
-    except (MessageFormatError, UnicodeError) as e:
+        return estimate_request(msgs, model="gpt-4o", format=fmt)
+    except (MessageFormatError, UnicodeError, TypeError) as e:
         return type(e), str(e)
 
 
-@pytest.mark.parametrize("bad", NOT_PLAIN, ids=range(len(NOT_PLAIN)))
-def test_the_core_path_is_invisible(bad: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+#: Per format the core walks: its walk, plain messages and messages left to Python.
+WALKS = {
+    "openai_chat": ("chat_weighed", PLAIN, NOT_PLAIN),
+    "anthropic": ("anthropic_weighed", PLAIN_ANTHROPIC, NOT_PLAIN_ANTHROPIC),
+}
+CASES = [(fmt, i) for fmt, (_, _, bad) in WALKS.items() for i in range(len(bad))]
+
+
+@pytest.mark.parametrize(("fmt", "bad"), CASES)
+def test_the_core_path_is_invisible(fmt: str, bad: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Whatever the core counts or leaves to Python, the estimate (or the error) is what the
     Python path alone gives."""
-    msgs = [*PLAIN, bad, *PLAIN]
-    with_core = _outcome(msgs)
-    monkeypatch.setattr(request_module, "chat_weighed", _core_off)
-    assert with_core == _outcome(msgs)
+    walk, plain, not_plain = WALKS[fmt]
+    msgs = [*plain, not_plain[bad], *plain]
+    with_core = _outcome(msgs, fmt)
+    monkeypatch.setattr(request_module, walk, _core_off)
+    assert with_core == _outcome(msgs, fmt)
 
 
 def test_large_cold_estimate_reports_errors_in_message_order() -> None:

@@ -7,6 +7,7 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = [
+    "anthropic_weighed",
     "chat_weighed",
     "check_text",
     "detect_type",
@@ -35,6 +36,12 @@ def chat_weighed(
     messages: list[Any], /, encoding: str, weights: tuple[float, float, float, float, float]
 ) -> tuple[
     list[tuple[tuple[Any, Any, Any], tuple[bool, float, float, int, int, bool]] | None],
+    tuple[float, float, float] | None,
+]: ...
+def anthropic_weighed(
+    messages: list[Any], /, encoding: str, weights: tuple[float, float, float, float, float]
+) -> tuple[
+    list[tuple[tuple[Any], tuple[bool, float, float, int, int, bool]] | None],
     tuple[float, float, float] | None,
 ]: ...
 def select_largest(

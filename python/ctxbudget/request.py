@@ -41,7 +41,7 @@ from functools import partial
 from itertools import repeat
 from typing import Any
 
-from ctxbudget._core import chat_weighed, unchanged_prefix
+from ctxbudget._core import anthropic_weighed, chat_weighed, unchanged_prefix
 from ctxbudget.counting import Accuracy, encoding_for_model
 from ctxbudget.formats.detect import NOTHING_SEEN, SeenFits, narrow_fits, pick_format
 from ctxbudget.messages import (
@@ -854,12 +854,19 @@ class RequestEstimator:
     def _weighed_ahead(
         self, new: list[Any], fmt: str
     ) -> tuple[list[tuple[tuple[Any, ...], _Weighed] | None], tuple[float, float, float] | None]:
-        """The plain Chat Completions dicts among ``new`` not counted before, weighed in one
-        call into the core (the strings estimated together, on all cores when they are many),
-        each with the content fields it was read from; ``None`` for the others, which are left
-        to :meth:`_count_one`. Second, when all of ``new`` was weighed: the sums of the
-        weighed values, as :meth:`_estimate` keeps them."""
-        if self._counter_fn is not None or fmt != "openai_chat":
+        """The plain Chat Completions or Anthropic dicts among ``new`` not counted before,
+        weighed in one call into the core (the strings estimated together, on all cores when
+        they are many), each with the content fields it was read from; ``None`` for the
+        others, which are left to :meth:`_count_one`. Second, when all of ``new`` was weighed:
+        the sums of the weighed values, as :meth:`_estimate` keeps them."""
+        walk = (
+            chat_weighed
+            if fmt == "openai_chat"
+            else anthropic_weighed
+            if fmt == "anthropic"
+            else None
+        )
+        if self._counter_fn is not None or walk is None:
             return [None] * len(new), None
         by_id = self._by_id
         todo = new if not by_id else [m for m in new if id(m) not in by_id]
@@ -868,7 +875,7 @@ class RequestEstimator:
         # the message is counted again from what it holds then.
         p = self.profile
         weights = (p.text_factor, p.args_factor, p.per_message, p.per_tool_call, p.per_name)
-        weighed, sums = chat_weighed(todo, self.encoding, weights)
+        weighed, sums = walk(todo, self.encoding, weights)
         if todo is new:
             return weighed, sums
         by_todo = dict(zip(map(id, todo), weighed, strict=True))
