@@ -32,4 +32,6 @@ mod py_chat;
 #[cfg(feature = "python")]
 mod py_prefix;
 #[cfg(feature = "python")]
+mod py_responses;
+#[cfg(feature = "python")]
 mod py_weigh;

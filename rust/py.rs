@@ -379,4 +379,6 @@ mod _core {
     use crate::py_chat::chat_weighed;
     #[pymodule_export]
     use crate::py_prefix::unchanged_prefix;
+    #[pymodule_export]
+    use crate::py_responses::responses_weighed;
 }

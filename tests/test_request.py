@@ -830,8 +830,83 @@ NOT_PLAIN_ANTHROPIC = [
     {"role": "user", "content": [{"type": "text", "text": "a lone \ud800 surrogate"}]},
     ["not", "a dict"],
 ]
+
+
+def _call_item(arguments: Any = '{"cmd": "ls"}', **extra: Any) -> dict[str, Any]:
+    return {
+        "type": "function_call",
+        "call_id": "c1",
+        "name": "bash",
+        "arguments": arguments,
+    } | extra
+
+
+#: Plain Responses input items the core counts, and items it leaves to the Python path.
+PLAIN_RESPONSES = [
+    {"role": "system", "content": "You fix bugs."},
+    {"role": "developer", "content": [{"type": "input_text", "text": "Be brief."}]},
+    {"role": "user", "content": "héllo wörld 你好 " * 50},
+    {"type": "message", "role": "user", "content": ""},
+    {
+        "type": "message",
+        "role": "assistant",
+        "content": [
+            {"type": "output_text", "text": "Looking.", "annotations": []},
+            {"type": "refusal", "refusal": "Not that."},
+            {"type": "text", "text": ""},
+        ],
+        "id": "msg_1",
+        "status": "completed",
+    },
+    {"type": "reasoning", "summary": [{"type": "summary_text", "text": "First, look."}] * 2},
+    {"type": "reasoning", "summary": [], "encrypted_content": "opaque"},
+    {"type": "reasoning", "id": "rs_1"},
+    _call_item(),
+    _call_item("", id="fc_1", status="completed"),
+    _call_item("not json {"),
+    _call_item("[" * 256 + "]" * 256),
+    {"type": "function_call_output", "call_id": "c1", "output": "total 0\n" * 30},
+    {
+        "type": "function_call_output",
+        "call_id": "c1",
+        "output": [{"type": "input_text", "text": "one"}, {"type": "input_text", "text": "two"}],
+    },
+    {"role": "assistant", "content": [], "type": None},
+]
+NOT_PLAIN_RESPONSES = [
+    {"role": "user", "content": [{"type": "input_image", "image_url": "https://x/y.png"}]},
+    {"role": "user", "content": [{"type": "input_file", "file_id": "file_1"}]},
+    {"type": "web_search_call", "id": "ws_1", "status": "completed"},
+    {"type": "unknown_item"},
+    {"role": "tool", "content": "no tool role in messages"},
+    {"role": _Str("user"), "content": "role subclass"},
+    {"type": _Str("message"), "role": "user", "content": "type subclass"},
+    {"role": "user", "content": None},
+    {"role": "user", "content": ({"type": "input_text", "text": "a tuple of parts"},)},
+    {"role": "user", "content": [{"type": "input_text", "text": _Str("a str subclass")}]},
+    {"role": "user", "content": [{"text": "a part without type"}]},
+    _call_item({"cmd": "ls"}),
+    _call_item(name=None),
+    _call_item(call_id=7),
+    _call_item("[" * 257 + "]" * 257),
+    _call_item("[" * 300),
+    {"type": "function_call_output", "call_id": "c1", "output": None},
+    {"type": "function_call_output", "output": "no call id"},
+    {"type": "reasoning", "summary": None},
+    {"type": "reasoning", "summary": [{"type": "summary_text"}]},
+    {"type": "reasoning", "summary": ({"type": "summary_text", "text": "tuple"},)},
+    {"type": "reasoning", "summary": [{"type": "summary_text", "text": "lone \ud800"}]},
+    {"role": "user", "content": [{"type": "input_text", "text": "a lone \ud800 surrogate"}]},
+    ["not", "a dict"],
+]
 #: The message whose lone surrogate leaves every message to Python.
-SURROGATES = (NOT_PLAIN[-2], NOT_PLAIN_ANTHROPIC[-2])
+SURROGATES = (NOT_PLAIN[-2], NOT_PLAIN_ANTHROPIC[-2], NOT_PLAIN_RESPONSES[-2])
+#: Per format the core walks: its walk, plain messages and messages left to Python.
+WALKS = {
+    "openai_chat": ("chat_weighed", PLAIN, NOT_PLAIN),
+    "anthropic": ("anthropic_weighed", PLAIN_ANTHROPIC, NOT_PLAIN_ANTHROPIC),
+    "openai_responses": ("responses_weighed", PLAIN_RESPONSES, NOT_PLAIN_RESPONSES),
+}
 
 
 def _core_off(messages: list[Any], encoding: str, weights: tuple[float, ...]) -> Any:
@@ -893,34 +968,40 @@ def test_core_weighs_plain_messages_as_the_python_fast_path_does(
 
 @pytest.mark.parametrize("encoding", ["o200k", "conservative"])
 @pytest.mark.parametrize("profile", ["anthropic", "deepseek", "halves"])
-def test_core_weighs_plain_anthropic_messages_as_the_python_path_does(
-    encoding: str, profile: str
+@pytest.mark.parametrize("fmt", ["anthropic", "openai_responses"])
+def test_core_weighs_plain_messages_of_other_formats_as_the_python_path_does(
+    fmt: str, encoding: str, profile: str
 ) -> None:
     count = partial(estimate_tokens, encoding=encoding)
     est = RequestEstimator(encoding=encoding, profile=WEIGHTS_PROFILES[profile])
     weights = _weights(est.profile)
-    weighed, sums = request_module.anthropic_weighed(PLAIN_ANTHROPIC, encoding, weights)
+    walk, plain, not_plain = WALKS[fmt]
+    weighed, sums = getattr(request_module, walk)(plain, encoding, weights)
+    keys = request_module._FAST_KEYS[fmt]
 
     def python_path(i: int, m: dict[str, Any]) -> Any:
-        (message,) = request_module._normalize_one(m, i, "anthropic")
-        return est._weigh(request_module._count_message(message, count, "anthropic"))
+        (message,) = request_module._normalize_one(m, i, fmt)
+        return est._weigh(request_module._count_message(message, count, "openai"))
 
-    assert weighed == [
-        ((m.get("content"),), python_path(i, m)) for i, m in enumerate(PLAIN_ANTHROPIC)
-    ]
-    assert sums == (0.0, sum(w[1][1] for w in weighed), sum(w[1][2] for w in weighed))
-    for bad in NOT_PLAIN_ANTHROPIC:
-        mixed, mixed_sums = request_module.anthropic_weighed(
-            [*PLAIN_ANTHROPIC, bad], encoding, weights
-        )
+    assert weighed == [(tuple(map(m.get, keys)), python_path(i, m)) for i, m in enumerate(plain)]
+    system = other = frame = 0.0
+    for _, (is_system, body, framing, *_) in filter(None, weighed):
+        if is_system:
+            system += body
+        else:
+            other += body
+        frame += framing
+    assert sums == (system, other, frame)
+    for bad in not_plain:
+        mixed, mixed_sums = getattr(request_module, walk)([*plain, bad], encoding, weights)
         assert mixed_sums is None
         if bad in SURROGATES:
-            assert mixed == [None] * (len(PLAIN_ANTHROPIC) + 1)
+            assert mixed == [None] * (len(plain) + 1)
         else:
             assert mixed == [*weighed, None], bad
 
 
-@pytest.mark.parametrize("fmt", ["openai_chat", "anthropic"])
+@pytest.mark.parametrize("fmt", list(WALKS))
 @pytest.mark.parametrize("profile", ["openai", "deepseek", "anthropic", "halves"])
 def test_a_cold_estimate_weighed_in_the_core_leaves_the_python_loops_state(
     fmt: str, profile: str, monkeypatch: pytest.MonkeyPatch
@@ -952,11 +1033,6 @@ def _outcome(msgs: list[Any], fmt: str = "openai_chat") -> Any:
         return type(e), str(e)
 
 
-#: Per format the core walks: its walk, plain messages and messages left to Python.
-WALKS = {
-    "openai_chat": ("chat_weighed", PLAIN, NOT_PLAIN),
-    "anthropic": ("anthropic_weighed", PLAIN_ANTHROPIC, NOT_PLAIN_ANTHROPIC),
-}
 CASES = [(fmt, i) for fmt, (_, _, bad) in WALKS.items() for i in range(len(bad))]
 
 

@@ -14,6 +14,7 @@ __all__ = [
     "encodings",
     "estimate_batch",
     "estimate_tokens",
+    "responses_weighed",
     "select_largest",
     "unchanged_prefix",
     "validate_pairing",
@@ -42,6 +43,12 @@ def anthropic_weighed(
     messages: list[Any], /, encoding: str, weights: tuple[float, float, float, float, float]
 ) -> tuple[
     list[tuple[tuple[Any], tuple[bool, float, float, int, int, bool]] | None],
+    tuple[float, float, float] | None,
+]: ...
+def responses_weighed(
+    items: list[Any], /, encoding: str, weights: tuple[float, float, float, float, float]
+) -> tuple[
+    list[tuple[tuple[Any, Any, Any, Any], tuple[bool, float, float, int, int, bool]] | None],
     tuple[float, float, float] | None,
 ]: ...
 def select_largest(

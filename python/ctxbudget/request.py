@@ -41,7 +41,12 @@ from functools import partial
 from itertools import repeat
 from typing import Any
 
-from ctxbudget._core import anthropic_weighed, chat_weighed, unchanged_prefix
+from ctxbudget._core import (
+    anthropic_weighed,
+    chat_weighed,
+    responses_weighed,
+    unchanged_prefix,
+)
 from ctxbudget.counting import Accuracy, encoding_for_model
 from ctxbudget.formats.detect import NOTHING_SEEN, SeenFits, narrow_fits, pick_format
 from ctxbudget.messages import (
@@ -854,16 +859,18 @@ class RequestEstimator:
     def _weighed_ahead(
         self, new: list[Any], fmt: str
     ) -> tuple[list[tuple[tuple[Any, ...], _Weighed] | None], tuple[float, float, float] | None]:
-        """The plain Chat Completions or Anthropic dicts among ``new`` not counted before,
-        weighed in one call into the core (the strings estimated together, on all cores when
-        they are many), each with the content fields it was read from; ``None`` for the
-        others, which are left to :meth:`_count_one`. Second, when all of ``new`` was weighed:
-        the sums of the weighed values, as :meth:`_estimate` keeps them."""
+        """The plain dicts among ``new`` not counted before (Chat Completions, Anthropic or
+        Responses), weighed in one call into the core (the strings estimated together, on all
+        cores when they are many), each with the content fields it was read from; ``None``
+        for the others, which are left to :meth:`_count_one`. Second, when all of ``new`` was
+        weighed: the sums of the weighed values, as :meth:`_estimate` keeps them."""
         walk = (
             chat_weighed
             if fmt == "openai_chat"
             else anthropic_weighed
             if fmt == "anthropic"
+            else responses_weighed
+            if fmt == "openai_responses"
             else None
         )
         if self._counter_fn is not None or walk is None:

@@ -1,0 +1,174 @@
+//! Weighing plain `OpenAI` Responses input items in one call ([`py_weigh`](crate::py_weigh)).
+//!
+//! Plain items: messages (role `system`, `developer`, `user` or `assistant`; content a string or
+//! text, output-text and refusal parts), `function_call`, `function_call_output` (output a
+//! string or text parts) and `reasoning` (its summary texts, counted joined as the Python path
+//! joins them). Images, files, audio, other item types and anything malformed are left to the
+//! Python path.
+
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+
+use crate::py_weigh::{
+    exact_str, field, push_text, walk, weigh, Fields, Sums, WeighedMessages, Weights,
+};
+
+/// Most `{` and `[` in a call's arguments the walk takes: beyond, the Python reader checks
+/// how deep the JSON nests (`_parse_args` in `ctxbudget.formats.common`), and may refuse it.
+const MAX_BRACKETS: usize = 256;
+
+/// Content (a string or a list of text parts) pushed to `strings`; the number of strings.
+fn content_texts<'py>(
+    content: &Bound<'py, PyAny>,
+    strings: &mut Vec<Bound<'py, PyString>>,
+) -> Result<usize, ()> {
+    let py = content.py();
+    if content.is_exact_instance_of::<PyString>() {
+        return push_text(content, strings);
+    }
+    let mut texts = 0;
+    for part in content.cast_exact::<PyList>().map_err(|_| ())?.iter() {
+        let part = part.cast_into_exact::<PyDict>().map_err(|_| ())?;
+        let key = match field(&part, intern!(py, "type"))? {
+            Some(kind) if kind.is_exact_instance_of::<PyString>() => {
+                match kind
+                    .cast_into::<PyString>()
+                    .map_err(|_| ())?
+                    .to_str()
+                    .map_err(|_| ())?
+                {
+                    "input_text" | "output_text" | "text" => intern!(py, "text"),
+                    "refusal" => intern!(py, "refusal"),
+                    _ => return Err(()),
+                }
+            }
+            _ => return Err(()),
+        };
+        texts += push_text(exact_str(&part, key)?.as_any(), strings)?;
+    }
+    Ok(texts)
+}
+
+/// A `reasoning` item's summary texts, joined by blank lines as the Python reader joins them
+/// (one string, or none when there is no text).
+fn summary_text(summary: Option<Bound<'_, PyAny>>) -> Result<Option<Bound<'_, PyString>>, ()> {
+    let Some(summary) = summary else {
+        return Ok(None);
+    };
+    let py = summary.py();
+    let mut joined = String::new();
+    for (i, s) in summary
+        .cast_exact::<PyList>()
+        .map_err(|_| ())?
+        .iter()
+        .enumerate()
+    {
+        let s = s.cast_into_exact::<PyDict>().map_err(|_| ())?;
+        let text = exact_str(&s, intern!(py, "text"))?;
+        if i > 0 {
+            joined.push_str("\n\n");
+        }
+        joined.push_str(text.to_str().map_err(|_| ())?);
+    }
+    Ok((!joined.is_empty()).then(|| PyString::new(py, &joined)))
+}
+
+/// What the Python path would count in item `m`, its strings pushed to `strings` (texts, then
+/// call arguments); or `Err(())` when it is not a plain item. The strings counted are those of
+/// [`Fields::refs`], `(content, arguments, output, summary)`, or made from them.
+fn fields_of<'py>(
+    m: &Bound<'py, PyAny>,
+    strings: &mut Vec<Bound<'py, PyString>>,
+) -> Result<Fields<'py>, ()> {
+    let py = m.py();
+    let m = m.cast_exact::<PyDict>().map_err(|_| ())?;
+    let keys = [
+        intern!(py, "content"),
+        intern!(py, "arguments"),
+        intern!(py, "output"),
+        intern!(py, "summary"),
+    ];
+    let get = |key: &Bound<'py, PyString>| match m.get_item(key) {
+        Ok(value) => Ok(value.unwrap_or_else(|| py.None().into_bound(py))),
+        Err(_) => Err(()),
+    };
+    let refs = [get(keys[0])?, get(keys[1])?, get(keys[2])?, get(keys[3])?];
+    let [content, arguments, output, summary] = &refs;
+    let kind = field(m, intern!(py, "type"))?;
+    let kind = match &kind {
+        None => "message",
+        Some(kind) if kind.is_exact_instance_of::<PyString>() => kind
+            .cast::<PyString>()
+            .map_err(|_| ())?
+            .to_str()
+            .map_err(|_| ())?,
+        Some(_) => return Err(()),
+    };
+    let (mut system, mut texts, mut args, mut calls) = (false, 0, 0, 0);
+    match kind {
+        "message" => {
+            let role = exact_str(m, intern!(py, "role"))?;
+            let role = role.to_str().map_err(|_| ())?;
+            if !matches!(role, "system" | "developer" | "user" | "assistant") {
+                return Err(());
+            }
+            system = matches!(role, "system" | "developer");
+            texts = content_texts(content, strings)?;
+        }
+        "function_call" => {
+            let arguments = arguments.cast_exact::<PyString>().map_err(|_| ())?;
+            exact_str(m, intern!(py, "call_id"))?;
+            let name = exact_str(m, intern!(py, "name"))?;
+            let raw = arguments.to_str().map_err(|_| ())?;
+            if raw.bytes().filter(|&b| b == b'{' || b == b'[').count() > MAX_BRACKETS {
+                return Err(());
+            }
+            calls = 1;
+            args = push_text(arguments.as_any(), strings)? + push_text(name.as_any(), strings)?;
+        }
+        "function_call_output" => {
+            exact_str(m, intern!(py, "call_id"))?;
+            texts = content_texts(output, strings)?;
+        }
+        "reasoning" => {
+            // Absent is no summary; present and None is refused by the Python reader.
+            let absent = !m.contains(keys[3]).map_err(|_| ())?;
+            let summary = (!absent).then(|| summary.clone());
+            if let Some(text) = summary_text(summary)? {
+                strings.push(text);
+                texts = 1;
+            }
+        }
+        _ => return Err(()),
+    }
+    Ok(Fields {
+        refs: PyTuple::new(py, refs).map_err(|_| ())?,
+        system,
+        texts,
+        args,
+        calls,
+        named: false,
+    })
+}
+
+/// For each of `items`, a plain Responses input item's counts weighed by a framing profile's
+/// `weights`, with the fields they were read from: `((content, arguments, output, summary),
+/// (system, body, framing, 0, total, True))`; `None` for an item the Python path must count.
+/// Second, the sums when every item is plain. See [`weigh`] (the same contract as
+/// `chat_weighed`).
+///
+/// # Errors
+///
+/// An unknown encoding, or an error building the result.
+#[pyfunction]
+#[pyo3(signature = (items, /, encoding, weights))]
+pub fn responses_weighed<'py>(
+    py: Python<'py>,
+    items: &Bound<'py, PyList>,
+    encoding: &str,
+    weights: Weights,
+) -> PyResult<(WeighedMessages<'py>, Option<Sums>)> {
+    let (fields, strings) = walk(items, fields_of);
+    weigh(py, fields, strings, encoding, weights)
+}
