@@ -5,6 +5,8 @@ task, then assistant tool calls and tool results taken from those runs), or synt
 same way when the shared data is absent. Measured in the same run:
 
 - ``cold``: :func:`ctxbudget.estimate_request` from the caller's dicts, nothing cached;
+- ``cold_other_formats``: the same, with the conversation written in Anthropic Messages,
+  Responses and Gemini form beforehand (conversion not timed);
 - ``append``: the per-turn cost in a loop under way: a :class:`ctxbudget.request.RequestEstimator`
   that estimated the 600 messages is given one more message each round (only that message
   is counted; see :func:`growing`);
@@ -27,6 +29,7 @@ from typing import Any
 import pytest
 
 from benches.replay_trajectories import SHARED_TRAJECTORIES, load_runs
+from ctxbudget.messages import convert_messages
 from ctxbudget.request import RequestEstimator, estimate_request
 
 TOOLS = [
@@ -138,6 +141,18 @@ def test_cold(benchmark: Any) -> None:
     benchmark.group = "request-600msg"
     benchmark.extra_info["bytes"] = SIZE
     est = benchmark(estimate_request, CONVERSATION, tools=TOOLS, model="gpt-4o")
+    benchmark.extra_info["tokens"] = est.total
+
+
+@pytest.mark.parametrize("fmt", ["anthropic", "openai_responses", "gemini"])
+def test_cold_other_formats(benchmark: Any, fmt: str) -> None:
+    """The same conversation written in another provider's format beforehand (not timed)."""
+    converted = convert_messages(CONVERSATION, to=fmt)
+    benchmark.group = f"request-600msg-{fmt}"
+    est = benchmark(
+        estimate_request, converted.messages, system=converted.system, tools=TOOLS, model="gpt-4o"
+    )
+    assert est.format == fmt
     benchmark.extra_info["tokens"] = est.total
 
 
