@@ -30,6 +30,8 @@ mod py_anthropic;
 #[cfg(feature = "python")]
 mod py_chat;
 #[cfg(feature = "python")]
+mod py_gemini;
+#[cfg(feature = "python")]
 mod py_prefix;
 #[cfg(feature = "python")]
 mod py_responses;

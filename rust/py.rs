@@ -378,6 +378,8 @@ mod _core {
     #[pymodule_export]
     use crate::py_chat::chat_weighed;
     #[pymodule_export]
+    use crate::py_gemini::gemini_weighed;
+    #[pymodule_export]
     use crate::py_prefix::unchanged_prefix;
     #[pymodule_export]
     use crate::py_responses::responses_weighed;

@@ -8,15 +8,12 @@
 
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};
 
 use crate::py_weigh::{
-    exact_str, field, push_text, walk, weigh, Fields, Sums, WeighedMessages, Weights,
+    exact_str, field, json_dumps, plain_json, push_text, walk, weigh, Fields, Sums,
+    WeighedMessages, Weights,
 };
-
-/// Deepest nesting of a tool call's input the Python reader accepts (`_MAX_JSON_DEPTH` in
-/// `ctxbudget.formats.common`); deeper input is left to it, to raise its error.
-const MAX_JSON_DEPTH: usize = 256;
 
 /// What a message's blocks count, as the walk reads them.
 struct Counts<'py> {
@@ -24,37 +21,6 @@ struct Counts<'py> {
     calls: usize,
     /// Tool-call strings (inputs and names), pushed after the texts.
     args: Vec<Bound<'py, PyString>>,
-}
-
-/// Whether `value` nests at most [`MAX_JSON_DEPTH`] containers deep and holds only exact
-/// dicts, lists and tuples of exact strings, numbers, booleans and `None` (anything else is
-/// left to the Python path).
-fn plain_json(value: &Bound<'_, PyAny>) -> bool {
-    let mut stack = vec![(value.clone(), 1)];
-    while let Some((item, depth)) = stack.pop() {
-        let children: Vec<Bound<'_, PyAny>> = if let Ok(d) = item.cast_exact::<PyDict>() {
-            d.values().iter().collect()
-        } else if let Ok(l) = item.cast_exact::<PyList>() {
-            l.iter().collect()
-        } else if let Ok(t) = item.cast_exact::<PyTuple>() {
-            t.iter().collect()
-        } else {
-            let leaf = item.is_none()
-                || item.is_exact_instance_of::<PyString>()
-                || item.is_exact_instance_of::<PyInt>()
-                || item.is_exact_instance_of::<PyFloat>()
-                || item.is_exact_instance_of::<PyBool>();
-            if !leaf {
-                return false;
-            }
-            continue;
-        };
-        if depth > MAX_JSON_DEPTH {
-            return false;
-        }
-        stack.extend(children.into_iter().map(|c| (c, depth + 1)));
-    }
-    true
 }
 
 /// A `tool_use` block: one call, its input's JSON text and its name as arguments.
@@ -72,16 +38,7 @@ fn tool_use<'py>(block: &Bound<'py, PyDict>, counts: &mut Counts<'py>) -> Result
     }
     counts.calls += 1;
     if !input.is_empty() {
-        let dumps = py
-            .import(intern!(py, "json"))
-            .and_then(|json| json.getattr(intern!(py, "dumps")))
-            .map_err(|_| ())?;
-        let kwargs = PyDict::new(py);
-        kwargs
-            .set_item(intern!(py, "ensure_ascii"), false)
-            .map_err(|_| ())?;
-        let raw = dumps.call((input,), Some(&kwargs)).map_err(|_| ())?;
-        push_text(&raw, &mut counts.args)?;
+        push_text(json_dumps(input.as_any())?.as_any(), &mut counts.args)?;
     }
     push_text(name.as_any(), &mut counts.args)?;
     Ok(())

@@ -10,8 +10,9 @@
 //! loop keeps when every message is plain. A message a walk does not take (`None`) is left to
 //! the Python path, which counts it or raises the error naming the field.
 
+use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
 use crate::batch;
 use crate::py::{maybe_detach, parse_encoding, TextSource};
@@ -168,6 +169,57 @@ pub(crate) fn push_text<'py>(
     }
     out.push(s.clone());
     Ok(1)
+}
+
+/// Deepest nesting of a tool call's input (or a result) the Python readers accept (`_MAX_JSON_DEPTH` in
+/// `ctxbudget.formats.common`); deeper input is left to it, to raise its error.
+pub(crate) const MAX_JSON_DEPTH: usize = 256;
+
+/// Whether `value` nests at most [`MAX_JSON_DEPTH`] containers deep and holds only exact
+/// dicts, lists and tuples of exact strings, numbers, booleans and `None` (anything else is
+/// left to the Python path).
+pub(crate) fn plain_json(value: &Bound<'_, PyAny>) -> bool {
+    let mut stack = vec![(value.clone(), 1)];
+    while let Some((item, depth)) = stack.pop() {
+        let children: Vec<Bound<'_, PyAny>> = if let Ok(d) = item.cast_exact::<PyDict>() {
+            d.values().iter().collect()
+        } else if let Ok(l) = item.cast_exact::<PyList>() {
+            l.iter().collect()
+        } else if let Ok(t) = item.cast_exact::<PyTuple>() {
+            t.iter().collect()
+        } else {
+            let leaf = item.is_none()
+                || item.is_exact_instance_of::<PyString>()
+                || item.is_exact_instance_of::<PyInt>()
+                || item.is_exact_instance_of::<PyFloat>()
+                || item.is_exact_instance_of::<PyBool>();
+            if !leaf {
+                return false;
+            }
+            continue;
+        };
+        if depth > MAX_JSON_DEPTH {
+            return false;
+        }
+        stack.extend(children.into_iter().map(|c| (c, depth + 1)));
+    }
+    true
+}
+
+/// `json.dumps(value, ensure_ascii=False)`, the text the Python path counts for a JSON value
+/// (made by that very function); `Err(())` when it raises.
+pub(crate) fn json_dumps<'py>(value: &Bound<'py, PyAny>) -> Result<Bound<'py, PyString>, ()> {
+    let py = value.py();
+    let dumps = py
+        .import(intern!(py, "json"))
+        .and_then(|json| json.getattr(intern!(py, "dumps")))
+        .map_err(|_| ())?;
+    let kwargs = PyDict::new(py);
+    kwargs
+        .set_item(intern!(py, "ensure_ascii"), false)
+        .map_err(|_| ())?;
+    let text = dumps.call((value,), Some(&kwargs)).map_err(|_| ())?;
+    text.cast_into_exact::<PyString>().map_err(|_| ())
 }
 
 /// A walk's reading of a list of messages: `read` takes each message (pushing its strings),

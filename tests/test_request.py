@@ -899,13 +899,90 @@ NOT_PLAIN_RESPONSES = [
     {"role": "user", "content": [{"type": "input_text", "text": "a lone \ud800 surrogate"}]},
     ["not", "a dict"],
 ]
+
+
+def _fc(args: Any = None, **extra: Any) -> dict[str, Any]:
+    call = {"name": "bash"} | ({} if args is None else {"args": args}) | extra
+    return {"function_call": call}
+
+
+def _fr(response: Any = None, **extra: Any) -> dict[str, Any]:
+    result = {"name": "bash"} | ({} if response is None else {"response": response}) | extra
+    return {"function_response": result}
+
+
+#: Plain google-genai content dicts the core counts, and contents it leaves to Python.
+PLAIN_GEMINI = [
+    {"role": "user", "parts": [{"text": "Fix the bug."}]},
+    {"parts": [{"text": "héllo wörld 你好 " * 50}, {"text": ""}]},
+    {
+        "role": "model",
+        "parts": [
+            {"text": "Let me think.", "thought": True, "thought_signature": "c2ln"},
+            {"text": "Looking.", "thought": None},
+            _fc({"cmd": "ls -la", "deep": [1, 2.5, None, True, {"k": "ü 你好"}]}),
+            _fc({"pair": (1, "two")}, id="call_1"),  # parallel calls; a tuple is a JSON array
+            _fc(),
+            _fc({}, id=None),
+            _fc(_nested(256)),
+        ],
+    },
+    {
+        "role": "user",
+        "parts": [
+            _fr({"result": "total 0\n" * 30}),
+            _fr({"result": 42}),
+            _fr({"result": "ok", "exit_code": 1}),
+            _fr({"output": "x", "exit": 0}, id="call_1"),
+            _fr(),
+            _fr(["a", "list"]),
+            _fr("a bare string"),
+        ],
+    },
+    {"role": "function", "parts": [_fr({"result": ""}), {"text": "and", "function_call": 1}]},
+    {"role": "model", "parts": []},
+]
+NOT_PLAIN_GEMINI = [
+    {"role": "user", "parts": [{"inline_data": {"mime_type": "image/png", "data": "iVBO"}}]},
+    {"role": "user", "parts": [{"file_data": {"file_uri": "gs://b/f.pdf"}}]},
+    {"role": "user", "parts": [{"executable_code": {"code": "print(1)"}}]},
+    {"role": "user", "parts": [{"functionCall": {"name": "bash", "args": {}}}]},
+    {"role": "user", "parts": [{"text": "camel too", "thoughtSignature": "c2ln"}]},
+    {"role": "system", "parts": [{"text": "no system role"}]},
+    {"role": None, "parts": [{"text": "role None"}]},
+    {"role": _Str("user"), "parts": [{"text": "role subclass"}]},
+    {"role": "user"},
+    {"role": "user", "parts": ({"text": "a tuple of parts"},)},
+    {"role": "user", "parts": [{"text": _Str("a str subclass")}]},
+    {"role": "user", "parts": [{"text": 7}]},
+    {"role": "user", "parts": [{"text": "x", "thought": "yes"}]},
+    {"role": "model", "parts": [_fc("not a dict")]},
+    {"role": "model", "parts": [_fc([])]},
+    {"role": "model", "parts": [_fc({"s": {1, 2}})]},
+    {"role": "model", "parts": [_fc(OrderedDict(a=1))]},
+    {"role": "model", "parts": [_fc(_nested(257))]},
+    {"role": "model", "parts": [_fc({"a": 1}, id=7)]},
+    {"role": "model", "parts": [{"function_call": {"args": {"a": 1}}}]},
+    {"role": "user", "parts": [_fr({"result": _Str("subclass")})]},
+    {"role": "user", "parts": [_fr({"b": b"bytes"})]},
+    {"role": "user", "parts": [_fr(_nested(300))]},
+    {"role": "user", "parts": [{"function_response": {"response": {}}}]},
+    {"role": "user", "parts": [{"text": "a lone \ud800 surrogate"}]},
+    ["not", "a dict"],
+]
 #: The message whose lone surrogate leaves every message to Python.
-SURROGATES = (NOT_PLAIN[-2], NOT_PLAIN_ANTHROPIC[-2], NOT_PLAIN_RESPONSES[-2])
+SURROGATES = (
+    NOT_PLAIN[-2],
+    NOT_PLAIN_ANTHROPIC[-2],
+    NOT_PLAIN_RESPONSES[-2],
+    NOT_PLAIN_GEMINI[-2],
+)
 #: Per format the core walks: its walk, plain messages and messages left to Python.
 WALKS = {
     "openai_chat": ("chat_weighed", PLAIN, NOT_PLAIN),
     "anthropic": ("anthropic_weighed", PLAIN_ANTHROPIC, NOT_PLAIN_ANTHROPIC),
     "openai_responses": ("responses_weighed", PLAIN_RESPONSES, NOT_PLAIN_RESPONSES),
+    "gemini": ("gemini_weighed", PLAIN_GEMINI, NOT_PLAIN_GEMINI),
 }
 
 
@@ -968,7 +1045,7 @@ def test_core_weighs_plain_messages_as_the_python_fast_path_does(
 
 @pytest.mark.parametrize("encoding", ["o200k", "conservative"])
 @pytest.mark.parametrize("profile", ["anthropic", "deepseek", "halves"])
-@pytest.mark.parametrize("fmt", ["anthropic", "openai_responses"])
+@pytest.mark.parametrize("fmt", ["anthropic", "openai_responses", "gemini"])
 def test_core_weighs_plain_messages_of_other_formats_as_the_python_path_does(
     fmt: str, encoding: str, profile: str
 ) -> None:
@@ -1011,7 +1088,7 @@ def test_a_cold_estimate_weighed_in_the_core_leaves_the_python_loops_state(
     the loop's to the last bit, and the next turn goes on from it alike."""
     walk, plain, _ = WALKS[fmt]
     msgs = [*plain, *plain]
-    later = {"role": "user", "content": "and then?"}
+    later = dict(plain[0])  # a new message, with the first one's fields
 
     def run() -> tuple[Any, ...]:
         est = RequestEstimator(profile=WEIGHTS_PROFILES[profile], encoding="o200k", format=fmt)

@@ -14,6 +14,7 @@ __all__ = [
     "encodings",
     "estimate_batch",
     "estimate_tokens",
+    "gemini_weighed",
     "responses_weighed",
     "select_largest",
     "unchanged_prefix",
@@ -41,6 +42,12 @@ def chat_weighed(
 ]: ...
 def anthropic_weighed(
     messages: list[Any], /, encoding: str, weights: tuple[float, float, float, float, float]
+) -> tuple[
+    list[tuple[tuple[Any], tuple[bool, float, float, int, int, bool]] | None],
+    tuple[float, float, float] | None,
+]: ...
+def gemini_weighed(
+    contents: list[Any], /, encoding: str, weights: tuple[float, float, float, float, float]
 ) -> tuple[
     list[tuple[tuple[Any], tuple[bool, float, float, int, int, bool]] | None],
     tuple[float, float, float] | None,

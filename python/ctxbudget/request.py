@@ -44,6 +44,7 @@ from typing import Any
 from ctxbudget._core import (
     anthropic_weighed,
     chat_weighed,
+    gemini_weighed,
     responses_weighed,
     unchanged_prefix,
 )
@@ -859,11 +860,12 @@ class RequestEstimator:
     def _weighed_ahead(
         self, new: list[Any], fmt: str
     ) -> tuple[list[tuple[tuple[Any, ...], _Weighed] | None], tuple[float, float, float] | None]:
-        """The plain dicts among ``new`` not counted before (Chat Completions, Anthropic or
-        Responses), weighed in one call into the core (the strings estimated together, on all
-        cores when they are many), each with the content fields it was read from; ``None``
-        for the others, which are left to :meth:`_count_one`. Second, when all of ``new`` was
-        weighed: the sums of the weighed values, as :meth:`_estimate` keeps them."""
+        """The plain dicts among ``new`` not counted before (Chat Completions, Anthropic,
+        Responses or Gemini), weighed in one call into the core (the strings estimated
+        together, on all cores when they are many), each with the content fields it was read
+        from; ``None`` for the others, which are left to :meth:`_count_one`. Second, when all
+        of ``new`` was weighed: the sums of the weighed values, as :meth:`_estimate` keeps
+        them."""
         walk = (
             chat_weighed
             if fmt == "openai_chat"
@@ -871,6 +873,8 @@ class RequestEstimator:
             if fmt == "anthropic"
             else responses_weighed
             if fmt == "openai_responses"
+            else gemini_weighed
+            if fmt == "gemini"
             else None
         )
         if self._counter_fn is not None or walk is None:

@@ -1,0 +1,197 @@
+//! Weighing plain google-genai `contents` dicts in one call ([`py_weigh`](crate::py_weigh)).
+//!
+//! A plain content is a dict with role `user`, `model` or `function` (or none: `user`) and a
+//! list of parts in `snake_case`: `text` (thoughts too), `function_call` and `function_response`.
+//! Blobs, file data, other parts, `camelCase` keys, `google.genai.types.Content` objects and
+//! anything malformed are left to the Python path. Call arguments and responses are counted as
+//! the Python path counts them, from `json.dumps(value, ensure_ascii=False)`.
+
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};
+
+use crate::py_weigh::{
+    exact_str, field, json_dumps, plain_json, push_text, walk, weigh, Fields, Sums,
+    WeighedMessages, Weights,
+};
+
+/// The `camelCase` part keys the Python reader turns into `snake_case` (`_CAMEL` in
+/// `ctxbudget.formats.gemini`): a part that has one is left to it.
+const CAMEL: [&str; 11] = [
+    "inlineData",
+    "fileData",
+    "functionCall",
+    "functionResponse",
+    "thoughtSignature",
+    "mimeType",
+    "fileUri",
+    "displayName",
+    "executableCode",
+    "codeExecutionResult",
+    "videoMetadata",
+];
+
+/// What a content's parts count, as the walk reads them.
+#[derive(Default)]
+struct Counts<'py> {
+    texts: usize,
+    calls: usize,
+    /// Call strings (arguments and names), pushed after the texts.
+    args: Vec<Bound<'py, PyString>>,
+}
+
+/// An optional call id: absent, `None` or a `str`.
+fn optional_id(d: &Bound<'_, PyDict>) -> Result<(), ()> {
+    match field(d, intern!(d.py(), "id"))? {
+        Some(id) if !id.is_exact_instance_of::<PyString>() => Err(()),
+        _ => Ok(()),
+    }
+}
+
+/// A `function_call`: one call, its arguments' JSON text and its name.
+fn function_call<'py>(fc: &Bound<'py, PyAny>, counts: &mut Counts<'py>) -> Result<(), ()> {
+    let py = fc.py();
+    let fc = fc.cast_exact::<PyDict>().map_err(|_| ())?;
+    optional_id(fc)?;
+    let name = exact_str(fc, intern!(py, "name"))?;
+    if let Some(args) = field(fc, intern!(py, "args"))? {
+        let args = args.cast_into_exact::<PyDict>().map_err(|_| ())?;
+        if !plain_json(args.as_any()) {
+            return Err(());
+        }
+        if !args.is_empty() {
+            push_text(json_dumps(args.as_any())?.as_any(), &mut counts.args)?;
+        }
+    }
+    counts.calls += 1;
+    push_text(name.as_any(), &mut counts.args)?;
+    Ok(())
+}
+
+/// A `function_response`: its response as the tool result's text (a lone string `result` as
+/// it is, anything else as JSON).
+fn function_response<'py>(
+    fr: &Bound<'py, PyAny>,
+    strings: &mut Vec<Bound<'py, PyString>>,
+    counts: &mut Counts<'py>,
+) -> Result<(), ()> {
+    let py = fr.py();
+    let fr = fr.cast_exact::<PyDict>().map_err(|_| ())?;
+    optional_id(fr)?;
+    exact_str(fr, intern!(py, "name"))?;
+    let response =
+        field(fr, intern!(py, "response"))?.unwrap_or_else(|| PyDict::new(py).into_any());
+    if !plain_json(&response) {
+        return Err(());
+    }
+    let lone_result = response
+        .cast_exact::<PyDict>()
+        .ok()
+        .filter(|d| d.len() == 1)
+        .and_then(|d| d.get_item(intern!(py, "result")).ok().flatten());
+    let text = match lone_result {
+        Some(result) if result.is_exact_instance_of::<PyString>() => {
+            result.cast_into::<PyString>().map_err(|_| ())?
+        }
+        _ => json_dumps(&response)?,
+    };
+    counts.texts += push_text(text.as_any(), strings)?;
+    Ok(())
+}
+
+/// One part, or not a plain one.
+fn part<'py>(
+    raw: &Bound<'py, PyAny>,
+    strings: &mut Vec<Bound<'py, PyString>>,
+    counts: &mut Counts<'py>,
+) -> Result<(), ()> {
+    let py = raw.py();
+    let block = raw.cast_exact::<PyDict>().map_err(|_| ())?;
+    for key in CAMEL {
+        if block.contains(key).map_err(|_| ())? {
+            return Err(());
+        }
+    }
+    let has = |key: &Bound<'py, PyString>| block.contains(key).map_err(|_| ());
+    if has(intern!(py, "text"))? {
+        // A thought is counted as text too; the Python reader tests the flag's truth.
+        if let Some(thought) = field(block, intern!(py, "thought"))? {
+            thought.cast_exact::<PyBool>().map_err(|_| ())?;
+        }
+        let text = exact_str(block, intern!(py, "text"))?;
+        counts.texts += push_text(text.as_any(), strings)?;
+    } else if has(intern!(py, "inline_data"))? || has(intern!(py, "file_data"))? {
+        return Err(());
+    } else if let Some(fc) = block
+        .get_item(intern!(py, "function_call"))
+        .map_err(|_| ())?
+    {
+        function_call(&fc, counts)?;
+    } else if let Some(fr) = block
+        .get_item(intern!(py, "function_response"))
+        .map_err(|_| ())?
+    {
+        function_response(&fr, strings, counts)?;
+    } else {
+        return Err(());
+    }
+    Ok(())
+}
+
+/// What the Python path would count in content `m`, its strings pushed to `strings` (texts,
+/// then call arguments); or `Err(())` when it is not a plain content. The parts are read once:
+/// the strings counted are those of [`Fields::refs`], `(parts,)`, or made from them.
+fn fields_of<'py>(
+    m: &Bound<'py, PyAny>,
+    strings: &mut Vec<Bound<'py, PyString>>,
+) -> Result<Fields<'py>, ()> {
+    let py = m.py();
+    let m = m.cast_exact::<PyDict>().map_err(|_| ())?;
+    let parts = m
+        .get_item(intern!(py, "parts"))
+        .map_err(|_| ())?
+        .unwrap_or_else(|| py.None().into_bound(py));
+    if m.contains(intern!(py, "role")).map_err(|_| ())? {
+        let role = exact_str(m, intern!(py, "role"))?;
+        if !matches!(
+            role.to_str().map_err(|_| ())?,
+            "user" | "model" | "function"
+        ) {
+            return Err(());
+        }
+    }
+    let mut counts = Counts::default();
+    for raw in parts.cast_exact::<PyList>().map_err(|_| ())?.iter() {
+        part(&raw, strings, &mut counts)?;
+    }
+    let args = counts.args.len();
+    strings.extend(counts.args);
+    Ok(Fields {
+        refs: PyTuple::new(py, [parts]).map_err(|_| ())?,
+        system: false,
+        texts: counts.texts,
+        args,
+        calls: counts.calls,
+        named: false,
+    })
+}
+
+/// For each of `contents`, a plain google-genai content dict's counts weighed by a framing
+/// profile's `weights`, with the field they were read from: `((parts,), (False, body,
+/// framing, 0, total, True))`; `None` for a content the Python path must count. Second, the
+/// sums when every content is plain. See [`weigh`] (the same contract as `chat_weighed`).
+///
+/// # Errors
+///
+/// An unknown encoding, or an error building the result.
+#[pyfunction]
+#[pyo3(signature = (contents, /, encoding, weights))]
+pub fn gemini_weighed<'py>(
+    py: Python<'py>,
+    contents: &Bound<'py, PyList>,
+    encoding: &str,
+    weights: Weights,
+) -> PyResult<(WeighedMessages<'py>, Option<Sums>)> {
+    let (fields, strings) = walk(contents, fields_of);
+    weigh(py, fields, strings, encoding, weights)
+}
