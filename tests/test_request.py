@@ -9,6 +9,7 @@ from collections import OrderedDict
 from functools import partial
 from typing import Any
 
+import numpy as np
 import pytest
 
 from ctxbudget import estimate_tokens
@@ -1101,6 +1102,35 @@ def test_a_cold_estimate_weighed_in_the_core_leaves_the_python_loops_state(
     with_core = run()
     monkeypatch.setattr(request_module, walk, _core_off)
     assert with_core == run()
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        {"text_factor": np.float32(1.07), "per_message": np.float32(3.7)},  # float32 arithmetic
+        {"per_name": None},  # used only by messages with a name
+        {"text_factor": 1e300},  # totals past 2**63
+        {"args_factor": float("inf")},
+        {"per_message": float("nan")},
+        {"per_tool_call": True},
+    ],
+)
+def test_weights_the_core_does_not_weigh_alike_are_left_to_python(
+    odd: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    profile = FramingProfile("odd", "o200k", **({"per_message": 3, "per_request": 3} | odd))
+    msgs = [{"role": "user" if i % 2 else "assistant", "content": "word " * i} for i in range(80)]
+
+    def run() -> Any:
+        try:
+            est = RequestEstimator(profile=profile)
+            return est.estimate(msgs), est._weighed
+        except (TypeError, ValueError, OverflowError) as e:
+            return type(e), str(e)
+
+    with_core = run()
+    monkeypatch.setattr(request_module, "chat_weighed", _core_off)
+    assert repr(with_core) == repr(run())
 
 
 def _outcome(msgs: list[Any], fmt: str = "openai_chat") -> Any:

@@ -877,15 +877,15 @@ class RequestEstimator:
             if fmt == "gemini"
             else None
         )
-        if self._counter_fn is not None or walk is None:
+        p = self.profile
+        weights = (p.text_factor, p.args_factor, p.per_message, p.per_tool_call, p.per_name)
+        if self._counter_fn is not None or walk is None or not _plain_weights(weights):
             return [None] * len(new), None
         by_id = self._by_id
         todo = new if not by_id else [m for m in new if id(m) not in by_id]
         # With each count, the fields the core read it from: a field replaced since (another
         # thread, a caller's __getitem__ run by the walk) no longer matches in _count_one, and
         # the message is counted again from what it holds then.
-        p = self.profile
-        weights = (p.text_factor, p.args_factor, p.per_message, p.per_tool_call, p.per_name)
         weighed, sums = walk(todo, self.encoding, weights)
         if todo is new:
             return weighed, sums
@@ -1056,6 +1056,18 @@ class RequestEstimator:
         value = (total, False)
         self._tools_seen = (tools, _snapshot(tools), value)
         return value
+
+
+#: Largest weight the core weighs with: its numbers then stay exact integers where Python's
+#: would (a total past 2**63 would not fit the core's).
+_MAX_WEIGHT = 1e9
+
+
+def _plain_weights(weights: tuple[Any, ...]) -> bool:
+    """Whether the core weighs messages with ``weights`` as :meth:`RequestEstimator._weigh`
+    does: plain ``int`` or ``float`` values of a sane size. Anything else (numpy scalars, which
+    compute in their own precision; ``None``; infinities and NaN) is left to Python."""
+    return all(type(w) in (int, float) and -_MAX_WEIGHT <= w <= _MAX_WEIGHT for w in weights)
 
 
 def _attr_refs(m: Any, keys: tuple[str, ...]) -> tuple[Any, ...]:
