@@ -374,13 +374,7 @@ mod _core {
         validate_pairing, validate_text,
     };
     #[pymodule_export]
-    use crate::py_anthropic::anthropic_weighed;
-    #[pymodule_export]
-    use crate::py_chat::chat_weighed;
-    #[pymodule_export]
-    use crate::py_gemini::gemini_weighed;
-    #[pymodule_export]
     use crate::py_prefix::unchanged_prefix;
     #[pymodule_export]
-    use crate::py_responses::responses_weighed;
+    use crate::py_weigh::weigh_messages;
 }

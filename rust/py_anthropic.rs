@@ -1,4 +1,4 @@
-//! Weighing plain Anthropic Messages dicts in one call ([`py_weigh`](crate::py_weigh)).
+//! Reading plain Anthropic Messages dicts for [`weigh_messages`](crate::py_weigh::weigh_messages).
 //!
 //! A plain message is a dict with role `user` or `assistant` and content a string or a list of
 //! `text`, `thinking`, `redacted_thinking`, `tool_use` and `tool_result` blocks (a tool result's
@@ -11,17 +11,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};
 
 use crate::py_weigh::{
-    exact_str, field, json_dumps, plain_json, push_text, walk, weigh, Fields, Sums,
-    WeighedMessages, Weights,
+    exact_str, field, get_or_none, json_dumps, plain_json, push_text, Counts, Fields,
 };
-
-/// What a message's blocks count, as the walk reads them.
-struct Counts<'py> {
-    texts: usize,
-    calls: usize,
-    /// Tool-call strings (inputs and names), pushed after the texts.
-    args: Vec<Bound<'py, PyString>>,
-}
 
 /// A `tool_use` block: one call, its input's JSON text and its name as arguments.
 fn tool_use<'py>(block: &Bound<'py, PyDict>, counts: &mut Counts<'py>) -> Result<(), ()> {
@@ -107,25 +98,18 @@ fn block<'py>(
 /// What the Python path would count in message `m`, its strings pushed to `strings` (texts,
 /// then tool-call arguments); or `Err(())` when it is not a plain Anthropic message. The
 /// content is read once: the strings counted are those of [`Fields::refs`], `(content,)`.
-fn fields_of<'py>(
+pub(crate) fn fields_of<'py>(
     m: &Bound<'py, PyAny>,
     strings: &mut Vec<Bound<'py, PyString>>,
 ) -> Result<Fields<'py>, ()> {
     let py = m.py();
     let m = m.cast_exact::<PyDict>().map_err(|_| ())?;
-    let content = m
-        .get_item(intern!(py, "content"))
-        .map_err(|_| ())?
-        .unwrap_or_else(|| py.None().into_bound(py));
+    let content = get_or_none(m, intern!(py, "content"))?;
     let role = exact_str(m, intern!(py, "role"))?;
     if !matches!(role.to_str().map_err(|_| ())?, "user" | "assistant") {
         return Err(());
     }
-    let mut counts = Counts {
-        texts: 0,
-        calls: 0,
-        args: Vec::new(),
-    };
+    let mut counts = Counts::default();
     if content.is_exact_instance_of::<PyString>() {
         counts.texts += push_text(&content, strings)?;
     } else {
@@ -133,34 +117,6 @@ fn fields_of<'py>(
             block(&raw, strings, &mut counts)?;
         }
     }
-    let args = counts.args.len();
-    strings.extend(counts.args);
-    Ok(Fields {
-        refs: PyTuple::new(py, [content]).map_err(|_| ())?,
-        system: false,
-        texts: counts.texts,
-        args,
-        calls: counts.calls,
-        named: false,
-    })
-}
-
-/// For each of `messages`, a plain Anthropic Messages dict's counts weighed by a framing
-/// profile's `weights`, with the field they were read from: `((content,), (False, body,
-/// framing, 0, total, True))`; `None` for a message the Python path must count. Second, the
-/// sums when every message is plain. See [`weigh`] (the same contract as `chat_weighed`).
-///
-/// # Errors
-///
-/// An unknown encoding, or an error building the result.
-#[pyfunction]
-#[pyo3(signature = (messages, /, encoding, weights))]
-pub fn anthropic_weighed<'py>(
-    py: Python<'py>,
-    messages: &Bound<'py, PyList>,
-    encoding: &str,
-    weights: Weights,
-) -> PyResult<(WeighedMessages<'py>, Option<Sums>)> {
-    let (fields, strings) = walk(messages, fields_of);
-    weigh(py, fields, strings, encoding, weights)
+    let refs = PyTuple::new(py, [content]).map_err(|_| ())?;
+    Ok(counts.into_fields(refs, strings))
 }

@@ -1,12 +1,10 @@
-//! Weighing plain Chat Completions message dicts in one call ([`py_weigh`](crate::py_weigh)).
+//! Reading plain Chat Completions message dicts for [`weigh_messages`](crate::py_weigh::weigh_messages).
 
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
-use crate::py_weigh::{
-    exact_str, field, push_text, walk, weigh, Fields, Sums, WeighedMessages, Weights,
-};
+use crate::py_weigh::{exact_str, field, get_or_none, push_text, Fields};
 
 /// Roles of Chat Completions messages (`function`: the result of a legacy `function_call`).
 const ROLES: [&str; 6] = [
@@ -44,7 +42,7 @@ fn push_calls<'py>(
 /// `Err(())` when it is not a plain Chat Completions dict (the Python path then takes it).
 /// Each field is read once: the strings counted are those of [`Fields::refs`], `(content,
 /// tool_calls, reasoning_content)`.
-fn fields_of<'py>(
+pub(crate) fn fields_of<'py>(
     m: &Bound<'py, PyAny>,
     strings: &mut Vec<Bound<'py, PyString>>,
 ) -> Result<Fields<'py>, ()> {
@@ -55,10 +53,7 @@ fn fields_of<'py>(
         intern!(py, "tool_calls"),
         intern!(py, "reasoning_content"),
     ];
-    let get = |key: &Bound<'py, PyString>| match m.get_item(key) {
-        Ok(value) => Ok(value.unwrap_or_else(|| py.None().into_bound(py))),
-        Err(_) => Err(()),
-    };
+    let get = |key: &Bound<'py, PyString>| get_or_none(m, key);
     let read = [get(keys[0])?, get(keys[1])?, get(keys[2])?];
     let role = exact_str(m, intern!(py, "role"))?;
     let role = role.to_str().map_err(|_| ())?;
@@ -84,30 +79,4 @@ fn fields_of<'py>(
         calls: calls_made,
         refs: PyTuple::new(py, read).map_err(|_| ())?,
     })
-}
-
-/// For each of `messages`, a plain Chat Completions dict's counts weighed by a framing
-/// profile's `weights`, with the fields they were read from: `(fields, (system, body, framing,
-/// 0, total, True))`, where `fields` is `(content, tool_calls, reasoning_content)` as the walk
-/// read them (the strings counted are those objects' own) and text and arguments are counted
-/// in tokens of `encoding`, each string on its own. `None` for a message the Python path must
-/// count; all `None` when some string has no UTF-8 form (a lone surrogate), so that the Python
-/// path raises its error in message order.
-///
-/// Second, when every message is plain: the sums `ctxbudget.request` keeps of them, added in
-/// message order — `(system bodies, other bodies, framing)`; else `None`.
-///
-/// # Errors
-///
-/// An unknown encoding, or an error building the result.
-#[pyfunction]
-#[pyo3(signature = (messages, /, encoding, weights))]
-pub fn chat_weighed<'py>(
-    py: Python<'py>,
-    messages: &Bound<'py, PyList>,
-    encoding: &str,
-    weights: Weights,
-) -> PyResult<(WeighedMessages<'py>, Option<Sums>)> {
-    let (fields, strings) = walk(messages, fields_of);
-    weigh(py, fields, strings, encoding, weights)
 }

@@ -1,4 +1,4 @@
-//! Weighing plain google-genai `contents` dicts in one call ([`py_weigh`](crate::py_weigh)).
+//! Reading plain google-genai `contents` dicts for [`weigh_messages`](crate::py_weigh::weigh_messages).
 //!
 //! A plain content is a dict with role `user`, `model` or `function` (or none: `user`) and a
 //! list of parts in `snake_case`: `text` (thoughts too), `function_call` and `function_response`.
@@ -11,8 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};
 
 use crate::py_weigh::{
-    exact_str, field, json_dumps, plain_json, push_text, walk, weigh, Fields, Sums,
-    WeighedMessages, Weights,
+    exact_str, field, get_or_none, json_dumps, plain_json, push_text, Counts, Fields,
 };
 
 /// The `camelCase` part keys the Python reader turns into `snake_case` (`_CAMEL` in
@@ -30,15 +29,6 @@ const CAMEL: [&str; 11] = [
     "codeExecutionResult",
     "videoMetadata",
 ];
-
-/// What a content's parts count, as the walk reads them.
-#[derive(Default)]
-struct Counts<'py> {
-    texts: usize,
-    calls: usize,
-    /// Call strings (arguments and names), pushed after the texts.
-    args: Vec<Bound<'py, PyString>>,
-}
 
 /// An optional call id: absent, `None` or a `str`.
 fn optional_id(d: &Bound<'_, PyDict>) -> Result<(), ()> {
@@ -141,16 +131,13 @@ fn part<'py>(
 /// What the Python path would count in content `m`, its strings pushed to `strings` (texts,
 /// then call arguments); or `Err(())` when it is not a plain content. The parts are read once:
 /// the strings counted are those of [`Fields::refs`], `(parts,)`, or made from them.
-fn fields_of<'py>(
+pub(crate) fn fields_of<'py>(
     m: &Bound<'py, PyAny>,
     strings: &mut Vec<Bound<'py, PyString>>,
 ) -> Result<Fields<'py>, ()> {
     let py = m.py();
     let m = m.cast_exact::<PyDict>().map_err(|_| ())?;
-    let parts = m
-        .get_item(intern!(py, "parts"))
-        .map_err(|_| ())?
-        .unwrap_or_else(|| py.None().into_bound(py));
+    let parts = get_or_none(m, intern!(py, "parts"))?;
     if m.contains(intern!(py, "role")).map_err(|_| ())? {
         let role = exact_str(m, intern!(py, "role"))?;
         if !matches!(
@@ -164,34 +151,6 @@ fn fields_of<'py>(
     for raw in parts.cast_exact::<PyList>().map_err(|_| ())?.iter() {
         part(&raw, strings, &mut counts)?;
     }
-    let args = counts.args.len();
-    strings.extend(counts.args);
-    Ok(Fields {
-        refs: PyTuple::new(py, [parts]).map_err(|_| ())?,
-        system: false,
-        texts: counts.texts,
-        args,
-        calls: counts.calls,
-        named: false,
-    })
-}
-
-/// For each of `contents`, a plain google-genai content dict's counts weighed by a framing
-/// profile's `weights`, with the field they were read from: `((parts,), (False, body,
-/// framing, 0, total, True))`; `None` for a content the Python path must count. Second, the
-/// sums when every content is plain. See [`weigh`] (the same contract as `chat_weighed`).
-///
-/// # Errors
-///
-/// An unknown encoding, or an error building the result.
-#[pyfunction]
-#[pyo3(signature = (contents, /, encoding, weights))]
-pub fn gemini_weighed<'py>(
-    py: Python<'py>,
-    contents: &Bound<'py, PyList>,
-    encoding: &str,
-    weights: Weights,
-) -> PyResult<(WeighedMessages<'py>, Option<Sums>)> {
-    let (fields, strings) = walk(contents, fields_of);
-    weigh(py, fields, strings, encoding, weights)
+    let refs = PyTuple::new(py, [parts]).map_err(|_| ())?;
+    Ok(counts.into_fields(refs, strings))
 }

@@ -1,4 +1,4 @@
-//! Weighing plain `OpenAI` Responses input items in one call ([`py_weigh`](crate::py_weigh)).
+//! Reading plain `OpenAI` Responses input items for [`weigh_messages`](crate::py_weigh::weigh_messages).
 //!
 //! Plain items: messages (role `system`, `developer`, `user` or `assistant`; content a string or
 //! text, output-text and refusal parts), `function_call`, `function_call_output` (output a
@@ -10,9 +10,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
-use crate::py_weigh::{
-    exact_str, field, push_text, walk, weigh, Fields, Sums, WeighedMessages, Weights,
-};
+use crate::py_weigh::{exact_str, field, get_or_none, push_text, Fields};
 
 /// Most `{` and `[` in a call's arguments the walk takes: beyond, the Python reader checks
 /// how deep the JSON nests (`_parse_args` in `ctxbudget.formats.common`), and may refuse it.
@@ -77,7 +75,7 @@ fn summary_text(summary: Option<Bound<'_, PyAny>>) -> Result<Option<Bound<'_, Py
 /// What the Python path would count in item `m`, its strings pushed to `strings` (texts, then
 /// call arguments); or `Err(())` when it is not a plain item. The strings counted are those of
 /// [`Fields::refs`], `(content, arguments, output, summary)`, or made from them.
-fn fields_of<'py>(
+pub(crate) fn fields_of<'py>(
     m: &Bound<'py, PyAny>,
     strings: &mut Vec<Bound<'py, PyString>>,
 ) -> Result<Fields<'py>, ()> {
@@ -89,10 +87,7 @@ fn fields_of<'py>(
         intern!(py, "output"),
         intern!(py, "summary"),
     ];
-    let get = |key: &Bound<'py, PyString>| match m.get_item(key) {
-        Ok(value) => Ok(value.unwrap_or_else(|| py.None().into_bound(py))),
-        Err(_) => Err(()),
-    };
+    let get = |key: &Bound<'py, PyString>| get_or_none(m, key);
     let refs = [get(keys[0])?, get(keys[1])?, get(keys[2])?, get(keys[3])?];
     let [content, arguments, output, summary] = &refs;
     let kind = field(m, intern!(py, "type"))?;
@@ -150,25 +145,4 @@ fn fields_of<'py>(
         calls,
         named: false,
     })
-}
-
-/// For each of `items`, a plain Responses input item's counts weighed by a framing profile's
-/// `weights`, with the fields they were read from: `((content, arguments, output, summary),
-/// (system, body, framing, 0, total, True))`; `None` for an item the Python path must count.
-/// Second, the sums when every item is plain. See [`weigh`] (the same contract as
-/// `chat_weighed`).
-///
-/// # Errors
-///
-/// An unknown encoding, or an error building the result.
-#[pyfunction]
-#[pyo3(signature = (items, /, encoding, weights))]
-pub fn responses_weighed<'py>(
-    py: Python<'py>,
-    items: &Bound<'py, PyList>,
-    encoding: &str,
-    weights: Weights,
-) -> PyResult<(WeighedMessages<'py>, Option<Sums>)> {
-    let (fields, strings) = walk(items, fields_of);
-    weigh(py, fields, strings, encoding, weights)
 }

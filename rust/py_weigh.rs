@@ -17,6 +17,7 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use crate::batch;
 use crate::py::{maybe_detach, parse_encoding, TextSource};
 use crate::units::Text;
+use crate::{py_anthropic, py_chat, py_gemini, py_responses};
 
 /// What one plain message counts, and the fields it was read from. Its strings are in the
 /// walk's list of strings to estimate, in message order: first `texts` strings of text, then
@@ -88,7 +89,7 @@ impl Weighed {
 /// each on its own. All `None` when some string has no UTF-8 form (a lone surrogate), so that
 /// the Python path raises its error in message order. Second, when every message is plain,
 /// the sums `ctxbudget.request` keeps of them, added in message order; else `None`.
-pub(crate) fn weigh<'py>(
+fn weigh<'py>(
     py: Python<'py>,
     fields: Vec<Option<Fields<'py>>>,
     strings: Vec<Bound<'py, PyString>>,
@@ -171,6 +172,48 @@ pub(crate) fn push_text<'py>(
     Ok(1)
 }
 
+/// `d[key]`, Python's `None` when absent; `Err(())` when the lookup raised.
+pub(crate) fn get_or_none<'py>(
+    d: &Bound<'py, PyDict>,
+    key: &Bound<'py, PyString>,
+) -> Result<Bound<'py, PyAny>, ()> {
+    match d.get_item(key) {
+        Ok(value) => Ok(value.unwrap_or_else(|| d.py().None().into_bound(d.py()))),
+        Err(_) => Err(()),
+    }
+}
+
+/// What a message's parts count, as a walk reads them: texts go to the walk's strings as they
+/// come, tool-call strings are kept here and go after them ([`Counts::into_fields`]).
+#[derive(Default)]
+pub(crate) struct Counts<'py> {
+    pub texts: usize,
+    pub calls: usize,
+    /// Tool-call strings (arguments and names).
+    pub args: Vec<Bound<'py, PyString>>,
+}
+
+impl<'py> Counts<'py> {
+    /// The message's [`Fields`], its tool-call strings pushed to `strings` after its texts
+    /// (a message of a role that is neither system nor named).
+    pub fn into_fields(
+        self,
+        refs: Bound<'py, PyTuple>,
+        strings: &mut Vec<Bound<'py, PyString>>,
+    ) -> Fields<'py> {
+        let args = self.args.len();
+        strings.extend(self.args);
+        Fields {
+            refs,
+            system: false,
+            texts: self.texts,
+            args,
+            calls: self.calls,
+            named: false,
+        }
+    }
+}
+
 /// Deepest nesting of a tool call's input (or a result) the Python readers accept (`_MAX_JSON_DEPTH` in
 /// `ctxbudget.formats.common`); deeper input is left to it, to raise its error.
 pub(crate) const MAX_JSON_DEPTH: usize = 256;
@@ -224,7 +267,7 @@ pub(crate) fn json_dumps<'py>(value: &Bound<'py, PyAny>) -> Result<Bound<'py, Py
 
 /// A walk's reading of a list of messages: `read` takes each message (pushing its strings),
 /// or leaves it to Python (`Err(())`, with the strings as they were).
-pub(crate) fn walk<'py>(
+fn walk<'py>(
     messages: &Bound<'py, PyList>,
     mut read: impl FnMut(&Bound<'py, PyAny>, &mut Vec<Bound<'py, PyString>>) -> Result<Fields<'py>, ()>,
 ) -> (Vec<Option<Fields<'py>>>, Vec<Bound<'py, PyString>>) {
@@ -241,4 +284,37 @@ pub(crate) fn walk<'py>(
         })
         .collect();
     (fields, strings)
+}
+
+/// For each of `messages`, in `format` (`openai_chat`, `anthropic`, `openai_responses` or
+/// `gemini`), a plain message's counts weighed by a framing profile's `weights`, with the
+/// fields they were read from: `(fields, (system, body, framing, 0, total, True))`, where
+/// `fields` holds `message.get(key)` for each key `ctxbudget.request` keeps as the message's
+/// references (`_FAST_KEYS[format]`), as the walk read them, and text and tool-call arguments
+/// are counted in tokens of `encoding`, each string on its own. `None` for a message the Python
+/// path must count (all of them for a format without a walk); all `None` when some string has
+/// no UTF-8 form (a lone surrogate), so that the Python path raises its error in message
+/// order. Second, when every message is plain: the sums `ctxbudget.request` keeps of them,
+/// added in message order — `(system bodies, other bodies, framing)`; else `None`.
+///
+/// # Errors
+///
+/// An unknown encoding, or an error building the result.
+#[pyfunction]
+#[pyo3(signature = (messages, /, format, encoding, weights))]
+pub fn weigh_messages<'py>(
+    py: Python<'py>,
+    messages: &Bound<'py, PyList>,
+    format: &str,
+    encoding: &str,
+    weights: Weights,
+) -> PyResult<(WeighedMessages<'py>, Option<Sums>)> {
+    let (fields, strings) = match format {
+        "openai_chat" => walk(messages, py_chat::fields_of),
+        "anthropic" => walk(messages, py_anthropic::fields_of),
+        "openai_responses" => walk(messages, py_responses::fields_of),
+        "gemini" => walk(messages, py_gemini::fields_of),
+        _ => return Ok((messages.iter().map(|_| None).collect(), None)),
+    };
+    weigh(py, fields, strings, encoding, weights)
 }

@@ -342,7 +342,7 @@ def test_append_reuses_and_matches_cold(monkeypatch: pytest.MonkeyPatch) -> None
     est.estimate(history, tools=TOOLS)
     calls: list[str] = []
     original = est._count_fn
-    core_weighed = request_module.chat_weighed
+    core_weighed = request_module.weigh_messages
 
     def spy() -> Any:
         fn = original()
@@ -353,12 +353,12 @@ def test_append_reuses_and_matches_cold(monkeypatch: pytest.MonkeyPatch) -> None
 
         return count
 
-    def spy_core(messages: list[Any], encoding: str, weights: tuple[float, ...]) -> Any:
+    def spy_core(messages: list[Any], fmt: str, encoding: str, weights: Any) -> Any:
         calls.extend(m["content"] for m in messages)
-        return core_weighed(messages, encoding, weights)
+        return core_weighed(messages, fmt, encoding, weights)
 
     est._count_fn = spy  # type: ignore[method-assign]
-    monkeypatch.setattr(request_module, "chat_weighed", spy_core)
+    monkeypatch.setattr(request_module, "weigh_messages", spy_core)
     history = [*history, {"role": "user", "content": "and now the tests"}]
     warm = est.estimate(history, tools=TOOLS)
     assert calls == ["and now the tests"]  # only the new message was counted
@@ -676,13 +676,13 @@ def test_large_cold_estimate_is_counted_in_one_core_call_with_the_same_numbers(
             }
         )
     sent: list[int] = []
-    real = request_module.chat_weighed
+    real = request_module.weigh_messages
 
-    def spy(messages: list[Any], encoding: str, weights: tuple[float, ...]) -> Any:
+    def spy(messages: list[Any], fmt: str, encoding: str, weights: Any) -> Any:
         sent.append(len(messages))
-        return real(messages, encoding, weights)
+        return real(messages, fmt, encoding, weights)
 
-    monkeypatch.setattr(request_module, "chat_weighed", spy)
+    monkeypatch.setattr(request_module, "weigh_messages", spy)
     at_once = estimate_request(msgs, model="gpt-4o")
     assert sent == [len(msgs)]
     # Cached messages are not sent again (a shortened history recounts from cache).
@@ -691,7 +691,7 @@ def test_large_cold_estimate_is_counted_in_one_core_call_with_the_same_numbers(
     estimator.estimate(msgs[:-1])
     assert sent == [len(msgs), len(msgs), 0]
     # The Python path, message by message, gives the same numbers.
-    monkeypatch.setattr(request_module, "chat_weighed", _core_off)
+    monkeypatch.setattr(request_module, "weigh_messages", _core_off)
     one_by_one = estimate_request(msgs, model="gpt-4o")
     assert at_once == one_by_one
 
@@ -978,22 +978,49 @@ SURROGATES = (
     NOT_PLAIN_RESPONSES[-2],
     NOT_PLAIN_GEMINI[-2],
 )
-#: Per format the core walks: its walk, plain messages and messages left to Python.
+#: Per format the core walks: plain messages and messages left to Python.
 WALKS = {
-    "openai_chat": ("chat_weighed", PLAIN, NOT_PLAIN),
-    "anthropic": ("anthropic_weighed", PLAIN_ANTHROPIC, NOT_PLAIN_ANTHROPIC),
-    "openai_responses": ("responses_weighed", PLAIN_RESPONSES, NOT_PLAIN_RESPONSES),
-    "gemini": ("gemini_weighed", PLAIN_GEMINI, NOT_PLAIN_GEMINI),
+    "openai_chat": (PLAIN, NOT_PLAIN),
+    "anthropic": (PLAIN_ANTHROPIC, NOT_PLAIN_ANTHROPIC),
+    "openai_responses": (PLAIN_RESPONSES, NOT_PLAIN_RESPONSES),
+    "gemini": (PLAIN_GEMINI, NOT_PLAIN_GEMINI),
 }
 
 
-def _core_off(messages: list[Any], encoding: str, weights: tuple[float, ...]) -> Any:
-    """``chat_weighed`` leaving every message to the Python path."""
+def _core_off(messages: list[Any], fmt: str, encoding: str, weights: Any) -> Any:
+    """``weigh_messages`` leaving every message to the Python path."""
     return [None] * len(messages), None
 
 
 def _weights(p: request_module.FramingProfile) -> tuple[float, ...]:
     return (p.text_factor, p.args_factor, p.per_message, p.per_tool_call, p.per_name)
+
+
+def _loop_sums(weighed: list[Any]) -> tuple[float, float, float]:
+    """The sums the Python loop keeps of weighed messages, added in message order."""
+    system = other = frame = 0.0
+    for _, (is_system, body, framing, *_) in filter(None, weighed):
+        if is_system:
+            system += body
+        else:
+            other += body
+        frame += framing
+    return system, other, frame
+
+
+def _check_left_to_python(
+    fmt: str, weighed: list[Any], encoding: str, weights: tuple[float, ...]
+) -> None:
+    """One message the core leaves to Python leaves the others weighed, and no sums, except a
+    surrogate, which leaves all to Python (so the error is raised in message order)."""
+    plain, not_plain = WALKS[fmt]
+    for bad in not_plain:
+        mixed, mixed_sums = request_module.weigh_messages([*plain, bad], fmt, encoding, weights)
+        assert mixed_sums is None
+        if bad in SURROGATES:
+            assert mixed == [None] * (len(plain) + 1)
+        else:
+            assert mixed == [*weighed, None], bad
 
 
 #: Profiles whose weights give totals of every kind: whole, fractional, and halves (which
@@ -1015,7 +1042,11 @@ def test_core_weighs_plain_messages_as_the_python_fast_path_does(
     est = RequestEstimator(model, encoding=encoding, profile=WEIGHTS_PROFILES[profile])
     keys = request_module._FAST_KEYS["openai_chat"]
     weights = _weights(est.profile)
-    weighed, sums = request_module.chat_weighed(PLAIN, encoding, weights)
+    weighed, sums = request_module.weigh_messages(PLAIN, "openai_chat", encoding, weights)
+    assert request_module.weigh_messages(PLAIN, "other", encoding, weights) == (
+        [None] * len(PLAIN),
+        None,
+    )
     fast = request_module._count_chat_fast
     assert weighed == [
         (tuple(map(m.get, keys)), est._weigh(fast(m, i, count, "openai")))
@@ -1024,24 +1055,8 @@ def test_core_weighs_plain_messages_as_the_python_fast_path_does(
     # The fields read are the message's own objects.
     for w, m in zip(weighed, PLAIN, strict=True):
         assert w is not None and w[0][0] is m.get("content")
-    # The sums, added in message order as the Python loop adds them.
-    system = other = frame = 0.0
-    for _, (is_system, body, framing, *_) in filter(None, weighed):
-        if is_system:
-            system += body
-        else:
-            other += body
-        frame += framing
-    assert sums == (system, other, frame)
-    # One message the core leaves to Python leaves the others weighed, and no sums, except a
-    # surrogate, which leaves all to Python (so the error is raised in message order).
-    for bad in NOT_PLAIN:
-        mixed, mixed_sums = request_module.chat_weighed([*PLAIN, bad], encoding, weights)
-        assert mixed_sums is None
-        if bad in SURROGATES:
-            assert mixed == [None] * (len(PLAIN) + 1)
-        else:
-            assert mixed == [*weighed, None], bad
+    assert sums == _loop_sums(weighed)
+    _check_left_to_python("openai_chat", weighed, encoding, weights)
 
 
 @pytest.mark.parametrize("encoding", ["o200k", "conservative"])
@@ -1053,8 +1068,8 @@ def test_core_weighs_plain_messages_of_other_formats_as_the_python_path_does(
     count = partial(estimate_tokens, encoding=encoding)
     est = RequestEstimator(encoding=encoding, profile=WEIGHTS_PROFILES[profile])
     weights = _weights(est.profile)
-    walk, plain, not_plain = WALKS[fmt]
-    weighed, sums = getattr(request_module, walk)(plain, encoding, weights)
+    plain, _ = WALKS[fmt]
+    weighed, sums = request_module.weigh_messages(plain, fmt, encoding, weights)
     keys = request_module._FAST_KEYS[fmt]
 
     def python_path(i: int, m: dict[str, Any]) -> Any:
@@ -1062,21 +1077,8 @@ def test_core_weighs_plain_messages_of_other_formats_as_the_python_path_does(
         return est._weigh(request_module._count_message(message, count, "openai"))
 
     assert weighed == [(tuple(map(m.get, keys)), python_path(i, m)) for i, m in enumerate(plain)]
-    system = other = frame = 0.0
-    for _, (is_system, body, framing, *_) in filter(None, weighed):
-        if is_system:
-            system += body
-        else:
-            other += body
-        frame += framing
-    assert sums == (system, other, frame)
-    for bad in not_plain:
-        mixed, mixed_sums = getattr(request_module, walk)([*plain, bad], encoding, weights)
-        assert mixed_sums is None
-        if bad in SURROGATES:
-            assert mixed == [None] * (len(plain) + 1)
-        else:
-            assert mixed == [*weighed, None], bad
+    assert sums == _loop_sums(weighed)
+    _check_left_to_python(fmt, weighed, encoding, weights)
 
 
 @pytest.mark.parametrize("fmt", list(WALKS))
@@ -1087,7 +1089,7 @@ def test_a_cold_estimate_weighed_in_the_core_leaves_the_python_loops_state(
     """The first estimate of an all-plain list skips the per-message loop; what it leaves
     (sums, per-message values, the cache, the references of the unchanged-prefix check) is
     the loop's to the last bit, and the next turn goes on from it alike."""
-    walk, plain, _ = WALKS[fmt]
+    plain, _ = WALKS[fmt]
     msgs = [*plain, *plain]
     later = dict(plain[0])  # a new message, with the first one's fields
 
@@ -1100,7 +1102,7 @@ def test_a_cold_estimate_weighed_in_the_core_leaves_the_python_loops_state(
         return first, state, cached, second, est._acc
 
     with_core = run()
-    monkeypatch.setattr(request_module, walk, _core_off)
+    monkeypatch.setattr(request_module, "weigh_messages", _core_off)
     assert with_core == run()
 
 
@@ -1129,7 +1131,7 @@ def test_weights_the_core_does_not_weigh_alike_are_left_to_python(
             return type(e), str(e)
 
     with_core = run()
-    monkeypatch.setattr(request_module, "chat_weighed", _core_off)
+    monkeypatch.setattr(request_module, "weigh_messages", _core_off)
     assert repr(with_core) == repr(run())
 
 
@@ -1140,17 +1142,17 @@ def _outcome(msgs: list[Any], fmt: str = "openai_chat") -> Any:
         return type(e), str(e)
 
 
-CASES = [(fmt, i) for fmt, (_, _, bad) in WALKS.items() for i in range(len(bad))]
+CASES = [(fmt, i) for fmt, (_, bad) in WALKS.items() for i in range(len(bad))]
 
 
 @pytest.mark.parametrize(("fmt", "bad"), CASES)
 def test_the_core_path_is_invisible(fmt: str, bad: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Whatever the core counts or leaves to Python, the estimate (or the error) is what the
     Python path alone gives."""
-    walk, plain, not_plain = WALKS[fmt]
+    plain, not_plain = WALKS[fmt]
     msgs = [*plain, not_plain[bad], *plain]
     with_core = _outcome(msgs, fmt)
-    monkeypatch.setattr(request_module, walk, _core_off)
+    monkeypatch.setattr(request_module, "weigh_messages", _core_off)
     assert with_core == _outcome(msgs, fmt)
 
 

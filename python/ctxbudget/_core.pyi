@@ -7,19 +7,16 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = [
-    "anthropic_weighed",
-    "chat_weighed",
     "check_text",
     "detect_type",
     "encodings",
     "estimate_batch",
     "estimate_tokens",
-    "gemini_weighed",
-    "responses_weighed",
     "select_largest",
     "unchanged_prefix",
     "validate_pairing",
     "validate_text",
+    "weigh_messages",
 ]
 
 _BytesLike = bytes | bytearray | memoryview
@@ -34,28 +31,14 @@ def estimate_batch(
     texts: Iterable[str | _BytesLike], /, encoding: str = "o200k"
 ) -> npt.NDArray[np.int64]: ...
 def encodings() -> list[str]: ...
-def chat_weighed(
-    messages: list[Any], /, encoding: str, weights: tuple[float, float, float, float, float]
+def weigh_messages(
+    messages: list[Any],
+    /,
+    format: str,
+    encoding: str,
+    weights: tuple[float, float, float, float, float],
 ) -> tuple[
-    list[tuple[tuple[Any, Any, Any], tuple[bool, float, float, int, int, bool]] | None],
-    tuple[float, float, float] | None,
-]: ...
-def anthropic_weighed(
-    messages: list[Any], /, encoding: str, weights: tuple[float, float, float, float, float]
-) -> tuple[
-    list[tuple[tuple[Any], tuple[bool, float, float, int, int, bool]] | None],
-    tuple[float, float, float] | None,
-]: ...
-def gemini_weighed(
-    contents: list[Any], /, encoding: str, weights: tuple[float, float, float, float, float]
-) -> tuple[
-    list[tuple[tuple[Any], tuple[bool, float, float, int, int, bool]] | None],
-    tuple[float, float, float] | None,
-]: ...
-def responses_weighed(
-    items: list[Any], /, encoding: str, weights: tuple[float, float, float, float, float]
-) -> tuple[
-    list[tuple[tuple[Any, Any, Any, Any], tuple[bool, float, float, int, int, bool]] | None],
+    list[tuple[tuple[Any, ...], tuple[bool, float, float, int, int, bool]] | None],
     tuple[float, float, float] | None,
 ]: ...
 def select_largest(

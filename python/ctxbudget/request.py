@@ -41,13 +41,7 @@ from functools import partial
 from itertools import repeat
 from typing import Any
 
-from ctxbudget._core import (
-    anthropic_weighed,
-    chat_weighed,
-    gemini_weighed,
-    responses_weighed,
-    unchanged_prefix,
-)
+from ctxbudget._core import unchanged_prefix, weigh_messages
 from ctxbudget.counting import Accuracy, encoding_for_model
 from ctxbudget.formats.detect import NOTHING_SEEN, SeenFits, narrow_fits, pick_format
 from ctxbudget.messages import (
@@ -747,8 +741,8 @@ class RequestEstimator:
         return counted
 
     def _weigh(self, counted: _Counted) -> _Weighed:
-        """A message's counts weighed by the profile (``chat_weighed`` in the core weighs
-        plain Chat Completions messages the same way, to the last bit)."""
+        """A message's counts weighed by the profile (``weigh_messages`` in the core weighs
+        plain messages of every format the same way, to the last bit)."""
         system, text, args, calls, named, attach, exact = counted
         p = self.profile
         body = text * p.text_factor + args * p.args_factor
@@ -866,27 +860,16 @@ class RequestEstimator:
         from; ``None`` for the others, which are left to :meth:`_count_one`. Second, when all
         of ``new`` was weighed: the sums of the weighed values, as :meth:`_estimate` keeps
         them."""
-        walk = (
-            chat_weighed
-            if fmt == "openai_chat"
-            else anthropic_weighed
-            if fmt == "anthropic"
-            else responses_weighed
-            if fmt == "openai_responses"
-            else gemini_weighed
-            if fmt == "gemini"
-            else None
-        )
         p = self.profile
         weights = (p.text_factor, p.args_factor, p.per_message, p.per_tool_call, p.per_name)
-        if self._counter_fn is not None or walk is None or not _plain_weights(weights):
+        if self._counter_fn is not None or not _plain_weights(weights):
             return [None] * len(new), None
         by_id = self._by_id
         todo = new if not by_id else [m for m in new if id(m) not in by_id]
         # With each count, the fields the core read it from: a field replaced since (another
         # thread, a caller's __getitem__ run by the walk) no longer matches in _count_one, and
         # the message is counted again from what it holds then.
-        weighed, sums = walk(todo, self.encoding, weights)
+        weighed, sums = weigh_messages(todo, fmt, self.encoding, weights)
         if todo is new:
             return weighed, sums
         by_todo = dict(zip(map(id, todo), weighed, strict=True))
