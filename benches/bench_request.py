@@ -6,7 +6,8 @@ same way when the shared data is absent. Measured in the same run:
 
 - ``cold``: :func:`ctxbudget.estimate_request` from the caller's dicts, nothing cached;
 - ``cold_other_formats``: the same, with the conversation written in Anthropic Messages,
-  Responses and Gemini form beforehand (conversion not timed);
+  Responses and Gemini form beforehand (conversion not timed); ``cold_langchain``: as
+  LangChain message objects;
 - ``append``: the per-turn cost in a loop under way: a :class:`ctxbudget.request.RequestEstimator`
   that estimated the 600 messages is given one more message each round (only that message
   is counted; see :func:`growing`);
@@ -153,6 +154,17 @@ def test_cold_other_formats(benchmark: Any, fmt: str) -> None:
         estimate_request, converted.messages, system=converted.system, tools=TOOLS, model="gpt-4o"
     )
     assert est.format == fmt
+    benchmark.extra_info["tokens"] = est.total
+
+
+def test_cold_langchain(benchmark: Any) -> None:
+    """The same conversation as LangChain message objects made beforehand (not timed)."""
+    pytest.importorskip("langchain_core")
+    from ctxbudget.messages import to_langchain
+
+    lc_messages = to_langchain(CONVERSATION)
+    benchmark.group = "request-600msg-langchain"
+    est = benchmark(estimate_request, lc_messages, tools=TOOLS, model="gpt-4o")
     benchmark.extra_info["tokens"] = est.total
 
 

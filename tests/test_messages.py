@@ -553,6 +553,56 @@ def test_langchain_adapter_round_trip() -> None:
     assert back[3]["tool_call_id"] == "call_1"
 
 
+def _langchain_samples() -> list[Any]:
+    lc = pytest.importorskip("langchain_core.messages")
+    call = {"name": "bash", "args": {"cmd": "ls -la", "note": "ü 你好"}, "id": "call_1"}
+    return [
+        lc.SystemMessage("Be brief."),
+        lc.SystemMessage("As developer.", additional_kwargs={"__openai_role__": "developer"}),
+        lc.HumanMessage("hi", name="alice"),
+        lc.HumanMessage(""),
+        lc.HumanMessage([{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]),
+        lc.HumanMessage(
+            [{"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBO"}}]
+        ),
+        lc.AIMessage("Looking.", tool_calls=[call, {**call, "id": None, "args": {}}]),
+        lc.AIMessage("", tool_calls=[call]),
+        lc.AIMessage("No.", additional_kwargs={"refusal": "I can't do that.", "other": 1}),
+        lc.AIMessage("ok", additional_kwargs={"refusal": None}, name="bot"),
+        lc.AIMessage([{"type": "thinking", "thinking": "hmm", "signature": "s"}, "done"]),
+        lc.AIMessageChunk("a chunk"),
+        lc.ToolMessage("total 0", tool_call_id="call_1"),
+        lc.ToolMessage("", tool_call_id="call_2", name="bash"),
+        lc.ChatMessage("custom role", role="critic"),
+        lc.FunctionMessage("result", name="f"),
+    ]
+
+
+def test_langchain_plain_messages_are_written_as_langchain_writes_them() -> None:
+    """Plain LangChain messages are written without LangChain's converter; the dicts must be
+    its own, and the others still go through it."""
+    from ctxbudget.formats.langchain import _langchain, _plain_openai_dict
+    from ctxbudget.messages import _thinking_to_reasoning
+
+    lc = _langchain()
+    samples = _langchain_samples()
+    written = 0
+    for m in samples:
+        theirs = lc.convert_to_openai_messages([m])
+        ours = _plain_openai_dict(m, lc)
+        if ours is not None:
+            written += 1
+            assert [ours] == theirs, m
+            assert list(ours) == list(theirs[0]), m  # key order too
+    assert written == 9
+    # A whole list: LangChain's dicts in order (thinking moved to reasoning_content, as
+    # before), whichever way each message went.
+    expected = lc.convert_to_openai_messages(samples)
+    for m in expected:
+        _thinking_to_reasoning(m)
+    assert from_langchain(samples) == expected
+
+
 # --------------------------------------------------------------------------- docs
 
 

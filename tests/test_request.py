@@ -551,16 +551,16 @@ def test_estimators_keep_sharing_counts_after_a_trim() -> None:
 
 def test_langchain_messages_are_converted_once_each(monkeypatch: pytest.MonkeyPatch) -> None:
     lc = pytest.importorskip("langchain_core.messages")
-    import ctxbudget.messages as messages_module
+    import ctxbudget.formats.langchain as langchain_module
 
     converted: list[int] = []
-    convert = messages_module.from_langchain
+    convert = langchain_module._plain_openai_dict  # tried first on every message converted
 
-    def spy(msgs: list[Any]) -> list[dict[str, Any]]:
-        converted.append(len(msgs))
-        return convert(msgs)
+    def spy(message: Any, lc_module: Any) -> Any:
+        converted.append(1)
+        return convert(message, lc_module)
 
-    monkeypatch.setattr(messages_module, "from_langchain", spy)
+    monkeypatch.setattr(langchain_module, "_plain_openai_dict", spy)
     history = [lc.SystemMessage("Be brief."), lc.HumanMessage("hi"), lc.AIMessage("hello")]
     est = RequestEstimator("gpt-4o")
     est.estimate(history)

@@ -45,7 +45,7 @@ from ctxbudget.formats.anthropic import _anth_block, _read_anthropic, _write_ant
 from ctxbudget.formats.common import _genai_to_dict, _is_genai_object, _Reader, _Writer
 from ctxbudget.formats.detect import fitting_formats, pick_format
 from ctxbudget.formats.gemini import _gemini_ids, _read_gemini, _write_gemini
-from ctxbudget.formats.langchain import _langchain
+from ctxbudget.formats.langchain import _langchain, _plain_openai_dict
 from ctxbudget.formats.model import (
     FORMATS,
     ConvertedMessages,
@@ -315,16 +315,24 @@ def convert_tools(tools: Sequence[Any], to: str) -> list[Any]:
 def from_langchain(messages: Sequence[Any]) -> list[dict[str, Any]]:
     """LangChain ``BaseMessage`` objects → OpenAI Chat Completions dicts.
 
-    Uses ``langchain_core.messages.convert_to_openai_messages``; needs ``langchain-core``.
+    Uses ``langchain_core.messages.convert_to_openai_messages`` (plain messages, string
+    content of the four common classes, are written the same way without it, which is about
+    ten times faster); needs ``langchain-core``.
 
     >>> from langchain_core.messages import HumanMessage  # doctest: +SKIP
     >>> from_langchain([HumanMessage("hi")])  # doctest: +SKIP
     [{'role': 'user', 'content': 'hi'}]
     """
     lc = _langchain()
-    converted = cast(list[dict[str, Any]], lc.convert_to_openai_messages(list(messages)))
-    for m in converted:
-        _thinking_to_reasoning(m)
+    converted: list[dict[str, Any]] = []
+    for message in messages:
+        plain = _plain_openai_dict(message, lc)
+        if plain is not None:
+            converted.append(plain)
+            continue
+        for m in cast(list[dict[str, Any]], lc.convert_to_openai_messages([message])):
+            _thinking_to_reasoning(m)
+            converted.append(m)
     return converted
 
 

@@ -903,8 +903,10 @@ class RequestEstimator:
         """LangChain messages as Chat Completions dicts, each converted once: a message seen
         before, with the same content fields, gives the same dicts, so the per-message counts
         and the unchanged prefix apply as they do to dicts."""
+        from ctxbudget.formats.langchain import _langchain, _plain_openai_dict
         from ctxbudget.messages import from_langchain
 
+        lc = _langchain()
         seen = self._langchain
         kept: dict[int, tuple[Any, tuple[Any, ...], list[Any]]] = {}
         out: list[Any] = []
@@ -914,7 +916,8 @@ class RequestEstimator:
             if hit is not None and hit[0] is m and _same_refs(hit[1], refs):
                 converted = hit[2]
             else:
-                converted = from_langchain([m])
+                plain = _plain_openai_dict(m, lc)
+                converted = [plain] if plain is not None else from_langchain([m])
             kept[id(m)] = (m, refs, converted)
             out.extend(converted)
         self._langchain = kept
