@@ -7,7 +7,7 @@ same way when the shared data is absent. Measured in the same run:
 - ``cold``: :func:`ctxbudget.estimate_request` from the caller's dicts, nothing cached;
 - ``cold_other_formats``: the same, with the conversation written in Anthropic Messages,
   Responses and Gemini form beforehand (conversion not timed); ``cold_langchain``: as
-  LangChain message objects;
+  LangChain message objects; ``cold_genai_contents``: as google-genai ``Content`` objects;
 - ``append``: the per-turn cost in a loop under way: a :class:`ctxbudget.request.RequestEstimator`
   that estimated the 600 messages is given one more message each round (only that message
   is counted; see :func:`growing`);
@@ -165,6 +165,18 @@ def test_cold_langchain(benchmark: Any) -> None:
     lc_messages = to_langchain(CONVERSATION)
     benchmark.group = "request-600msg-langchain"
     est = benchmark(estimate_request, lc_messages, tools=TOOLS, model="gpt-4o")
+    benchmark.extra_info["tokens"] = est.total
+
+
+def test_cold_genai_contents(benchmark: Any) -> None:
+    """The same conversation as google-genai ``Content`` objects made beforehand."""
+    types = pytest.importorskip("google.genai.types")
+    converted = convert_messages(CONVERSATION, to="gemini")
+    contents = [types.Content.model_validate(c) for c in converted.messages]
+    benchmark.group = "request-600msg-genai"
+    est = benchmark(
+        estimate_request, contents, system=converted.system, tools=TOOLS, model="gpt-4o"
+    )
     benchmark.extra_info["tokens"] = est.total
 
 

@@ -206,6 +206,39 @@ def test_genai_contents_and_langchain_messages() -> None:
     )
 
 
+def test_genai_content_objects_are_converted_once_each_with_the_same_numbers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """google-genai ``Content`` objects are read as their dicts (converted once each, then
+    walked in the core); the numbers are those of the Python path reading the objects."""
+    types = pytest.importorskip("google.genai.types")
+
+    def content(role: str, *parts: Any) -> Any:
+        return types.Content(role=role, parts=[types.Part(**p) for p in parts])
+
+    call = {"function_call": {"name": "bash", "args": {"cmd": "ls -la", "deep": [1, {"k": "ü"}]}}}
+    history = [
+        content("user", {"text": "List the files. " * 40}),
+        content("model", {"text": "Let me look.", "thought": True}, call),
+        content("user", {"function_response": {"name": "bash", "response": {"result": "a.py"}}}),
+        content("model", {"text": "Done."}),
+    ]
+    est = RequestEstimator("gemini-2.5-pro")
+    with_core = [est.estimate(history[: k + 1]) for k in range(len(history))]
+    history[0].parts = [types.Part(text="A shorter request.")]  # a field replaced: noticed
+    with_core.append(est.estimate(history))
+    assert with_core[-1] != with_core[-2]
+
+    monkeypatch.setattr(request_module, "_is_genai_content", lambda obj: False)
+    monkeypatch.setattr(request_module, "weigh_messages", _core_off)
+    history[0].parts = [types.Part(text="List the files. " * 40)]
+    python_path = RequestEstimator("gemini-2.5-pro")
+    expected = [python_path.estimate(history[: k + 1]) for k in range(len(history))]
+    history[0].parts = [types.Part(text="A shorter request.")]
+    expected.append(python_path.estimate(history))
+    assert with_core == expected
+
+
 def test_sdk_response_objects_appended_as_they_come() -> None:
     """What the providers' docs append to a history: the SDK's own objects."""
     chat = pytest.importorskip("openai.types.chat")

@@ -43,6 +43,7 @@ from typing import Any
 
 from ctxbudget._core import unchanged_prefix, weigh_messages
 from ctxbudget.counting import Accuracy, encoding_for_model
+from ctxbudget.formats.common import _genai_to_dict
 from ctxbudget.formats.detect import NOTHING_SEEN, SeenFits, narrow_fits, pick_format
 from ctxbudget.messages import (
     Message,
@@ -661,7 +662,7 @@ class RequestEstimator:
         self._edits = [0]
         self._counted_as: str | None = None  # the format the cached counts were read in
         # LangChain messages (by id) -> (message, content fields, the dicts converted from it)
-        self._langchain: dict[int, tuple[Any, tuple[Any, ...], list[Any]]] = {}
+        self._converted: dict[int, tuple[Any, tuple[Any, ...], list[Any]]] = {}
         self._reset()
 
     def _reset(self) -> None:
@@ -684,10 +685,10 @@ class RequestEstimator:
         with self._lock:
             if message is None:
                 self._by_id.clear()
-                self._langchain.clear()
+                self._converted.clear()
             else:
                 self._by_id.pop(id(message), None)
-                self._langchain.pop(id(message), None)  # a LangChain message: convert again
+                self._converted.pop(id(message), None)  # a LangChain or genai object: convert again
             self._edits[0] += 1  # every sharing estimator re-sums from the per-message cache
             if message is None:
                 self._reset()
@@ -779,8 +780,10 @@ class RequestEstimator:
             )
         msgs = list(messages)
         if msgs and (_is_langchain_message(msgs[0]) or _is_langchain_message(msgs[-1])):
-            msgs = self._from_langchain(msgs)
+            msgs = self._from_objects(msgs, _langchain_dicts())
             self.format = "openai_chat"
+        elif msgs and (_is_genai_content(msgs[0]) or _is_genai_content(msgs[-1])):
+            msgs = self._from_objects(msgs, _genai_dicts)
         fmt = self.format
         if fmt is None:
             # narrowed from what the list seen last left, when this one extends it
@@ -899,28 +902,24 @@ class RequestEstimator:
         ]
         return self._assemble(fmt, system, tools, max_tokens)
 
-    def _from_langchain(self, msgs: list[Any]) -> list[Any]:
-        """LangChain messages as Chat Completions dicts, each converted once: a message seen
-        before, with the same content fields, gives the same dicts, so the per-message counts
-        and the unchanged prefix apply as they do to dicts."""
-        from ctxbudget.formats.langchain import _langchain, _plain_openai_dict
-        from ctxbudget.messages import from_langchain
-
-        lc = _langchain()
-        seen = self._langchain
+    def _from_objects(self, msgs: list[Any], convert: Callable[[Any], list[Any]]) -> list[Any]:
+        """Caller objects (LangChain messages, google-genai contents) as the dicts of a format
+        the core walks, each converted once: an object seen before, with the same fields,
+        gives the same dicts, so the per-message counts and the unchanged prefix apply as they
+        do to dicts."""
+        seen = self._converted
         kept: dict[int, tuple[Any, tuple[Any, ...], list[Any]]] = {}
         out: list[Any] = []
         for m in msgs:
-            refs = _langchain_refs(m)
+            refs = _object_refs(m)
             hit = seen.get(id(m))
             if hit is not None and hit[0] is m and _same_refs(hit[1], refs):
                 converted = hit[2]
             else:
-                plain = _plain_openai_dict(m, lc)
-                converted = [plain] if plain is not None else from_langchain([m])
+                converted = convert(m)
             kept[id(m)] = (m, refs, converted)
             out.extend(converted)
-        self._langchain = kept
+        self._converted = kept
         return out
 
     def _forget_absent(self, msgs: list[Any]) -> None:
@@ -1066,23 +1065,42 @@ def _all_dicts(msgs: Sequence[Any]) -> bool:
     return all(type(m) is dict for m in msgs)
 
 
-def _langchain_refs(m: Any) -> tuple[Any, ...]:
-    """The fields of a LangChain message (or a dict among them) its conversion depends on,
-    read from the pydantic model's ``__dict__`` (``getattr`` of a field a message type lacks
-    goes through pydantic's slow ``__getattr__``)."""
+def _object_refs(m: Any) -> tuple[Any, ...]:
+    """The fields of a caller's object (or a dict among them) its conversion depends on: all
+    of them, read from a pydantic model's ``__dict__`` (``getattr`` of a field a message type
+    lacks goes through pydantic's slow ``__getattr__``); a field replaced is noticed."""
     fields = m if isinstance(m, dict) else getattr(m, "__dict__", None)
     if not isinstance(fields, dict):
         return (m,)
-    return (
-        fields.get("content"),
-        fields.get("tool_calls"),
-        fields.get("additional_kwargs"),
-        fields.get("type", fields.get("role")),
-    )
+    return tuple(fields.values())
 
 
 def _is_langchain_message(obj: object) -> bool:
     return type(obj).__module__.startswith("langchain_core") and hasattr(obj, "content")
+
+
+def _is_genai_content(obj: object) -> bool:
+    return type(obj).__module__.startswith("google.genai") and hasattr(obj, "model_dump")
+
+
+def _langchain_dicts() -> Callable[[Any], list[Any]]:
+    """Converts a LangChain message (or a dict among them) to Chat Completions dicts: plain
+    ones directly, the others through LangChain's converter."""
+    from ctxbudget.formats.langchain import _langchain, _plain_openai_dict
+    from ctxbudget.messages import from_langchain
+
+    lc = _langchain()
+
+    def convert(m: Any) -> list[Any]:
+        plain = _plain_openai_dict(m, lc)
+        return [plain] if plain is not None else from_langchain([m])
+
+    return convert
+
+
+def _genai_dicts(m: Any) -> list[Any]:
+    """A google-genai content as the dict the Gemini reader reads it as (a dict as it is)."""
+    return [_genai_to_dict(m)]
 
 
 def _native_format(family: str) -> str:
