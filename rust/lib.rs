@@ -34,6 +34,8 @@ mod py_gemini;
 #[cfg(feature = "python")]
 mod py_prefix;
 #[cfg(feature = "python")]
+mod py_read;
+#[cfg(feature = "python")]
 mod py_responses;
 #[cfg(feature = "python")]
 mod py_weigh;

@@ -10,9 +10,8 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};
 
-use crate::py_weigh::{
-    exact_str, field, get_or_none, json_dumps, plain_json, push_text, Counts, Fields,
-};
+use crate::py_read::{exact_str, field, get_or_none, json_dumps, plain_json, push_text, Counts};
+use crate::py_weigh::Fields;
 
 /// A `tool_use` block: one call, its input's JSON text and its name as arguments.
 fn tool_use<'py>(block: &Bound<'py, PyDict>, counts: &mut Counts<'py>) -> Result<(), ()> {

@@ -4,7 +4,8 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
-use crate::py_weigh::{exact_str, field, get_or_none, push_text, Fields};
+use crate::py_read::{exact_str, field, get_or_none, push_text};
+use crate::py_weigh::Fields;
 
 /// Roles of Chat Completions messages (`function`: the result of a legacy `function_call`).
 const ROLES: [&str; 6] = [

@@ -10,9 +10,8 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};
 
-use crate::py_weigh::{
-    exact_str, field, get_or_none, json_dumps, plain_json, push_text, Counts, Fields,
-};
+use crate::py_read::{exact_str, field, get_or_none, json_dumps, plain_json, push_text, Counts};
+use crate::py_weigh::Fields;
 
 /// The `camelCase` part keys the Python reader turns into `snake_case` (`_CAMEL` in
 /// `ctxbudget.formats.gemini`): a part that has one is left to it.

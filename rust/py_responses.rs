@@ -10,7 +10,8 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
-use crate::py_weigh::{exact_str, field, get_or_none, push_text, Fields};
+use crate::py_read::{exact_str, field, get_or_none, push_text};
+use crate::py_weigh::Fields;
 
 /// Most `{` and `[` in a call's arguments the walk takes: beyond, the Python reader checks
 /// how deep the JSON nests (`_parse_args` in `ctxbudget.formats.common`), and may refuse it.

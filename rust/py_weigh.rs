@@ -4,15 +4,16 @@
 //! lookups, type checks, one estimate per string, weighing and summing) that cost as much as
 //! estimating the text itself, or many times more for formats read through the internal view.
 //! A walk in Rust reads each plain message once ([`py_chat`](crate::py_chat),
-//! [`py_anthropic`](crate::py_anthropic)) and hands its strings here: they are estimated
+//! [`py_anthropic`](crate::py_anthropic), [`py_responses`](crate::py_responses),
+//! [`py_gemini`](crate::py_gemini), with the typed lookups of [`py_read`](crate::py_read))
+//! and hands its strings here: they are estimated
 //! together, in parallel across cores when they are many ([`batch::estimate_batch`]), and each
 //! message gets back the weighed tuple the Python path would build, with the sums the Python
 //! loop keeps when every message is plain. A message a walk does not take (`None`) is left to
 //! the Python path, which counts it or raises the error naming the field.
 
-use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{PyList, PyString, PyTuple};
 
 use crate::batch;
 use crate::py::{maybe_detach, parse_encoding, TextSource};
@@ -128,141 +129,6 @@ fn weigh<'py>(
         out.push(Some((f.refs, weighed.to_tuple(py)?)));
     }
     Ok((out, sums))
-}
-
-/// `d[key]` when it is exactly a `str`; `Err(())` when present and anything else (or absent).
-pub(crate) fn exact_str<'py>(
-    d: &Bound<'py, PyDict>,
-    key: &Bound<'py, PyString>,
-) -> Result<Bound<'py, PyString>, ()> {
-    match d.get_item(key) {
-        Ok(Some(v)) if v.is_exact_instance_of::<PyString>() => {
-            v.cast_into::<PyString>().map_err(|_| ())
-        }
-        _ => Err(()),
-    }
-}
-
-/// `d[key]`, `None` when absent or `None`; `Err(())` when the lookup raised.
-pub(crate) fn field<'py>(
-    d: &Bound<'py, PyDict>,
-    key: &Bound<'py, PyString>,
-) -> Result<Option<Bound<'py, PyAny>>, ()> {
-    match d.get_item(key) {
-        Ok(Some(v)) if !v.is_none() => Ok(Some(v)),
-        Ok(_) => Ok(None),
-        Err(_) => Err(()),
-    }
-}
-
-/// A non-empty exact `str` is pushed to `out` (1); `None` or `""` is nothing (0); anything
-/// else is not a plain message.
-pub(crate) fn push_text<'py>(
-    v: &Bound<'py, PyAny>,
-    out: &mut Vec<Bound<'py, PyString>>,
-) -> Result<usize, ()> {
-    if v.is_none() {
-        return Ok(0);
-    }
-    let s = v.cast_exact::<PyString>().map_err(|_| ())?;
-    if s.len().map_err(|_| ())? == 0 {
-        return Ok(0);
-    }
-    out.push(s.clone());
-    Ok(1)
-}
-
-/// `d[key]`, Python's `None` when absent; `Err(())` when the lookup raised.
-pub(crate) fn get_or_none<'py>(
-    d: &Bound<'py, PyDict>,
-    key: &Bound<'py, PyString>,
-) -> Result<Bound<'py, PyAny>, ()> {
-    match d.get_item(key) {
-        Ok(value) => Ok(value.unwrap_or_else(|| d.py().None().into_bound(d.py()))),
-        Err(_) => Err(()),
-    }
-}
-
-/// What a message's parts count, as a walk reads them: texts go to the walk's strings as they
-/// come, tool-call strings are kept here and go after them ([`Counts::into_fields`]).
-#[derive(Default)]
-pub(crate) struct Counts<'py> {
-    pub texts: usize,
-    pub calls: usize,
-    /// Tool-call strings (arguments and names).
-    pub args: Vec<Bound<'py, PyString>>,
-}
-
-impl<'py> Counts<'py> {
-    /// The message's [`Fields`], its tool-call strings pushed to `strings` after its texts
-    /// (a message of a role that is neither system nor named).
-    pub fn into_fields(
-        self,
-        refs: Bound<'py, PyTuple>,
-        strings: &mut Vec<Bound<'py, PyString>>,
-    ) -> Fields<'py> {
-        let args = self.args.len();
-        strings.extend(self.args);
-        Fields {
-            refs,
-            system: false,
-            texts: self.texts,
-            args,
-            calls: self.calls,
-            named: false,
-        }
-    }
-}
-
-/// Deepest nesting of a tool call's input (or a result) the Python readers accept (`_MAX_JSON_DEPTH` in
-/// `ctxbudget.formats.common`); deeper input is left to it, to raise its error.
-pub(crate) const MAX_JSON_DEPTH: usize = 256;
-
-/// Whether `value` nests at most [`MAX_JSON_DEPTH`] containers deep and holds only exact
-/// dicts, lists and tuples of exact strings, numbers, booleans and `None` (anything else is
-/// left to the Python path).
-pub(crate) fn plain_json(value: &Bound<'_, PyAny>) -> bool {
-    let mut stack = vec![(value.clone(), 1)];
-    while let Some((item, depth)) = stack.pop() {
-        let children: Vec<Bound<'_, PyAny>> = if let Ok(d) = item.cast_exact::<PyDict>() {
-            d.values().iter().collect()
-        } else if let Ok(l) = item.cast_exact::<PyList>() {
-            l.iter().collect()
-        } else if let Ok(t) = item.cast_exact::<PyTuple>() {
-            t.iter().collect()
-        } else {
-            let leaf = item.is_none()
-                || item.is_exact_instance_of::<PyString>()
-                || item.is_exact_instance_of::<PyInt>()
-                || item.is_exact_instance_of::<PyFloat>()
-                || item.is_exact_instance_of::<PyBool>();
-            if !leaf {
-                return false;
-            }
-            continue;
-        };
-        if depth > MAX_JSON_DEPTH {
-            return false;
-        }
-        stack.extend(children.into_iter().map(|c| (c, depth + 1)));
-    }
-    true
-}
-
-/// `json.dumps(value, ensure_ascii=False)`, the text the Python path counts for a JSON value
-/// (made by that very function); `Err(())` when it raises.
-pub(crate) fn json_dumps<'py>(value: &Bound<'py, PyAny>) -> Result<Bound<'py, PyString>, ()> {
-    let py = value.py();
-    let dumps = py
-        .import(intern!(py, "json"))
-        .and_then(|json| json.getattr(intern!(py, "dumps")))
-        .map_err(|_| ())?;
-    let kwargs = PyDict::new(py);
-    kwargs
-        .set_item(intern!(py, "ensure_ascii"), false)
-        .map_err(|_| ())?;
-    let text = dumps.call((value,), Some(&kwargs)).map_err(|_| ())?;
-    text.cast_into_exact::<PyString>().map_err(|_| ())
 }
 
 /// A walk's reading of a list of messages: `read` takes each message (pushing its strings),
