@@ -603,6 +603,13 @@ def test_langchain_plain_messages_are_written_as_langchain_writes_them() -> None
     assert from_langchain(samples) == expected
 
 
+def test_langchain_errors_name_the_message_in_the_whole_list() -> None:
+    lc = pytest.importorskip("langchain_core.messages")
+    bad = lc.HumanMessage([{"type": "text", "x": 1}, {"type": "image_url"}])
+    with pytest.raises(ValueError, match=r"messages\[2\]"):
+        from_langchain([lc.HumanMessage("a"), lc.AIMessage("b"), bad])
+
+
 # --------------------------------------------------------------------------- docs
 
 

@@ -239,6 +239,16 @@ def test_genai_content_objects_are_converted_once_each_with_the_same_numbers(
     assert with_core == expected
 
 
+def test_genai_contents_without_parts_are_refused_as_gemini() -> None:
+    """Review: a ``Content`` whose parts are None dumps to a dict without parts, which alone
+    reads as an empty chat message; it is still read as Gemini, and refused."""
+    types = pytest.importorskip("google.genai.types")
+    for contents in ([types.Content(role="user")], [types.Content()]):
+        with pytest.raises(MessageFormatError) as caught:
+            estimate_request(contents, model="gemini-2.5-pro")
+        assert (caught.value.index, caught.value.field) == (0, "parts")
+
+
 def test_sdk_response_objects_appended_as_they_come() -> None:
     """What the providers' docs append to a history: the SDK's own objects."""
     chat = pytest.importorskip("openai.types.chat")

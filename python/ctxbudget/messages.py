@@ -330,7 +330,14 @@ def from_langchain(messages: Sequence[Any]) -> list[dict[str, Any]]:
         if plain is not None:
             converted.append(plain)
             continue
-        for m in cast(list[dict[str, Any]], lc.convert_to_openai_messages([message])):
+        try:
+            written = cast(list[dict[str, Any]], lc.convert_to_openai_messages([message]))
+        except Exception:
+            # LangChain names the message by its index in the list it was given: give it the
+            # whole list, so that its error names the right one.
+            lc.convert_to_openai_messages(list(messages))
+            raise
+        for m in written:
             _thinking_to_reasoning(m)
             converted.append(m)
     return converted

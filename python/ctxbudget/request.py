@@ -782,8 +782,13 @@ class RequestEstimator:
         if msgs and (_is_langchain_message(msgs[0]) or _is_langchain_message(msgs[-1])):
             msgs = self._from_objects(msgs, _langchain_dicts())
             self.format = "openai_chat"
-        elif msgs and (_is_genai_content(msgs[0]) or _is_genai_content(msgs[-1])):
+        elif (
+            self.format in (None, "gemini")
+            and msgs
+            and (_is_genai_content(msgs[0]) or _is_genai_content(msgs[-1]))
+        ):
             msgs = self._from_objects(msgs, _genai_dicts)
+            self.format = "gemini"  # their dicts may not show it (a content without parts)
         fmt = self.format
         if fmt is None:
             # narrowed from what the list seen last left, when this one extends it
