@@ -992,6 +992,8 @@ NOT_PLAIN_GEMINI = [
     {"role": "user", "parts": [{"executable_code": {"code": "print(1)"}}]},
     {"role": "user", "parts": [{"functionCall": {"name": "bash", "args": {}}}]},
     {"role": "user", "parts": [{"text": "camel too", "thoughtSignature": "c2ln"}]},
+    {"role": "user", "parts": [{"text": "a key not a str", 1: "one"}]},
+    {"role": "user", "parts": [{"inlineData": {"mimeType": "image/png", "data": "iVBO"}} | _fc()]},
     {"role": "system", "parts": [{"text": "no system role"}]},
     {"role": None, "parts": [{"text": "role None"}]},
     {"role": _Str("user"), "parts": [{"text": "role subclass"}]},
