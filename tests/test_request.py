@@ -249,6 +249,13 @@ def test_genai_contents_without_parts_are_refused_as_gemini() -> None:
         assert (caught.value.index, caught.value.field) == (0, "parts")
 
 
+def test_langchain_errors_name_the_message_in_the_whole_list() -> None:
+    lc = pytest.importorskip("langchain_core.messages")
+    bad = lc.HumanMessage([{"type": "text", "x": 1}, {"type": "image_url"}])
+    with pytest.raises(ValueError, match=r"messages\[2\]"):
+        estimate_request([lc.HumanMessage("a"), lc.AIMessage("b"), bad], model="gpt-4o")
+
+
 def test_sdk_response_objects_appended_as_they_come() -> None:
     """What the providers' docs append to a history: the SDK's own objects."""
     chat = pytest.importorskip("openai.types.chat")

@@ -780,7 +780,15 @@ class RequestEstimator:
             )
         msgs = list(messages)
         if msgs and (_is_langchain_message(msgs[0]) or _is_langchain_message(msgs[-1])):
-            msgs = self._from_objects(msgs, _langchain_dicts())
+            try:
+                msgs = self._from_objects(msgs, _langchain_dicts())
+            except Exception:
+                # LangChain's error names the message by its index in the list it was given
+                # (one message): give it the whole list, so that it names the right one.
+                from ctxbudget.messages import from_langchain
+
+                from_langchain(msgs)
+                raise
             self.format = "openai_chat"
         elif (
             self.format in (None, "gemini")
