@@ -4,6 +4,7 @@
 
 use pyo3::intern;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
 use crate::py_weigh::Fields;
@@ -127,18 +128,25 @@ pub(crate) fn plain_json(value: &Bound<'_, PyAny>) -> bool {
     true
 }
 
+/// `JSONEncoder(ensure_ascii=False).encode` of Python's `json` module, made once: what
+/// `json.dumps(value, ensure_ascii=False)` calls, without building an encoder per call.
+static ENCODE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
 /// `json.dumps(value, ensure_ascii=False)`, the text the Python path counts for a JSON value
-/// (made by that very function); `Err(())` when it raises.
+/// (made by the same encoder); `Err(())` when it raises.
 pub(crate) fn json_dumps<'py>(value: &Bound<'py, PyAny>) -> Result<Bound<'py, PyString>, ()> {
     let py = value.py();
-    let dumps = py
-        .import(intern!(py, "json"))
-        .and_then(|json| json.getattr(intern!(py, "dumps")))
+    let encode = ENCODE
+        .get_or_try_init(py, || -> PyResult<Py<PyAny>> {
+            let kwargs = PyDict::new(py);
+            kwargs.set_item(intern!(py, "ensure_ascii"), false)?;
+            let encoder = py
+                .import(intern!(py, "json"))?
+                .getattr(intern!(py, "JSONEncoder"))?
+                .call((), Some(&kwargs))?;
+            Ok(encoder.getattr(intern!(py, "encode"))?.unbind())
+        })
         .map_err(|_| ())?;
-    let kwargs = PyDict::new(py);
-    kwargs
-        .set_item(intern!(py, "ensure_ascii"), false)
-        .map_err(|_| ())?;
-    let text = dumps.call((value,), Some(&kwargs)).map_err(|_| ())?;
+    let text = encode.bind(py).call1((value,)).map_err(|_| ())?;
     text.cast_into_exact::<PyString>().map_err(|_| ())
 }

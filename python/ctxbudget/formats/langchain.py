@@ -20,6 +20,9 @@ def _langchain() -> Any:
     return lc_messages
 
 
+#: ``json.dumps(value, ensure_ascii=False)`` without building an encoder per call.
+_ENCODE_JSON = json.JSONEncoder(ensure_ascii=False).encode
+
 #: The LangChain message classes written directly, and their Chat Completions roles.
 _PLAIN_ROLES = {
     "HumanMessage": "user",
@@ -57,7 +60,7 @@ def _plain_openai_dict(message: Any, lc: Any) -> dict[str, Any] | None:
                 "id": call["id"],
                 "function": {
                     "name": call["name"],
-                    "arguments": json.dumps(call["args"], ensure_ascii=False),
+                    "arguments": _ENCODE_JSON(call["args"]),
                 },
             }
             for call in message.tool_calls
