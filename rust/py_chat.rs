@@ -4,7 +4,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
-use crate::py_read::{exact_str, field, get_or_none, push_text};
+use crate::py_read::{exact_str, field, get_all, push_text};
 use crate::py_weigh::Fields;
 
 /// Roles of Chat Completions messages (`function`: the result of a legacy `function_call`).
@@ -49,13 +49,14 @@ pub(crate) fn fields_of<'py>(
 ) -> Result<Fields<'py>, ()> {
     let py = m.py();
     let m = m.cast_exact::<PyDict>().map_err(|_| ())?;
-    let keys = [
-        intern!(py, "content"),
-        intern!(py, "tool_calls"),
-        intern!(py, "reasoning_content"),
-    ];
-    let get = |key: &Bound<'py, PyString>| get_or_none(m, key);
-    let read = [get(keys[0])?, get(keys[1])?, get(keys[2])?];
+    let read = get_all(
+        m,
+        [
+            intern!(py, "content"),
+            intern!(py, "tool_calls"),
+            intern!(py, "reasoning_content"),
+        ],
+    )?;
     let role = exact_str(m, intern!(py, "role"))?;
     let role = role.to_str().map_err(|_| ())?;
     if !ROLES.contains(&role) || field(m, intern!(py, "function_call"))?.is_some() {

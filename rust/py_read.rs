@@ -62,6 +62,19 @@ pub(crate) fn get_or_none<'py>(
     }
 }
 
+/// `d[key]` for each of `keys`, Python's `None` for those absent; `Err(())` when a lookup
+/// raised.
+pub(crate) fn get_all<'py, const N: usize>(
+    d: &Bound<'py, PyDict>,
+    keys: [&Bound<'py, PyString>; N],
+) -> Result<[Bound<'py, PyAny>; N], ()> {
+    let mut values = Vec::with_capacity(N);
+    for key in keys {
+        values.push(get_or_none(d, key)?);
+    }
+    values.try_into().map_err(|_| ())
+}
+
 /// What a message's parts count, as a walk reads them: texts go to the walk's strings as they
 /// come, tool-call strings are kept here and go after them ([`Counts::into_fields`]).
 #[derive(Default)]

@@ -10,7 +10,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
-use crate::py_read::{exact_str, field, get_or_none, push_text};
+use crate::py_read::{exact_str, field, get_all, push_text};
 use crate::py_weigh::Fields;
 
 /// Most `{` and `[` in a call's arguments the walk takes: beyond, the Python reader checks
@@ -88,8 +88,7 @@ pub(crate) fn fields_of<'py>(
         intern!(py, "output"),
         intern!(py, "summary"),
     ];
-    let get = |key: &Bound<'py, PyString>| get_or_none(m, key);
-    let refs = [get(keys[0])?, get(keys[1])?, get(keys[2])?, get(keys[3])?];
+    let refs = get_all(m, keys)?;
     let [content, arguments, output, summary] = &refs;
     let kind = field(m, intern!(py, "type"))?;
     let kind = match &kind {

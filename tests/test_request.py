@@ -601,16 +601,16 @@ def test_estimators_keep_sharing_counts_after_a_trim() -> None:
 
 def test_langchain_messages_are_converted_once_each(monkeypatch: pytest.MonkeyPatch) -> None:
     lc = pytest.importorskip("langchain_core.messages")
-    import ctxbudget.formats.langchain as langchain_module
+    import ctxbudget.messages as messages_module
 
     converted: list[int] = []
-    convert = langchain_module._plain_openai_dict  # tried first on every message converted
+    convert = messages_module._langchain_one  # every message converted goes through it
 
-    def spy(message: Any, lc_module: Any) -> Any:
+    def spy(message: Any, lc: Any) -> Any:
         converted.append(1)
-        return convert(message, lc_module)
+        return convert(message, lc)
 
-    monkeypatch.setattr(langchain_module, "_plain_openai_dict", spy)
+    monkeypatch.setattr(messages_module, "_langchain_one", spy)
     history = [lc.SystemMessage("Be brief."), lc.HumanMessage("hi"), lc.AIMessage("hello")]
     est = RequestEstimator("gpt-4o")
     est.estimate(history)

@@ -326,21 +326,26 @@ def from_langchain(messages: Sequence[Any]) -> list[dict[str, Any]]:
     lc = _langchain()
     converted: list[dict[str, Any]] = []
     for message in messages:
-        plain = _plain_openai_dict(message, lc)
-        if plain is not None:
-            converted.append(plain)
-            continue
         try:
-            written = cast(list[dict[str, Any]], lc.convert_to_openai_messages([message]))
+            converted.extend(_langchain_one(message, lc))
         except Exception:
             # LangChain names the message by its index in the list it was given: give it the
             # whole list, so that its error names the right one.
             lc.convert_to_openai_messages(list(messages))
             raise
-        for m in written:
-            _thinking_to_reasoning(m)
-            converted.append(m)
     return converted
+
+
+def _langchain_one(message: Any, lc: Any) -> list[dict[str, Any]]:
+    """One LangChain message (or a dict) as Chat Completions dicts: a plain one written
+    directly, any other through LangChain's converter; ``lc`` is ``langchain_core.messages``."""
+    plain = _plain_openai_dict(message, lc)
+    if plain is not None:
+        return [plain]
+    written = cast(list[dict[str, Any]], lc.convert_to_openai_messages([message]))
+    for m in written:
+        _thinking_to_reasoning(m)
+    return written
 
 
 def _thinking_to_reasoning(message: dict[str, Any]) -> None:

@@ -661,7 +661,8 @@ class RequestEstimator:
         self._by_id: dict[int, tuple[Any, tuple[Any, ...], _Weighed]] = {}
         self._edits = [0]
         self._counted_as: str | None = None  # the format the cached counts were read in
-        # LangChain messages (by id) -> (message, content fields, the dicts converted from it)
+        # LangChain messages and google-genai contents (by id) -> (the object, its fields, the
+        # dicts converted from it)
         self._converted: dict[int, tuple[Any, tuple[Any, ...], list[Any]]] = {}
         self._reset()
 
@@ -1097,18 +1098,12 @@ def _is_genai_content(obj: object) -> bool:
 
 
 def _langchain_dicts() -> Callable[[Any], list[Any]]:
-    """Converts a LangChain message (or a dict among them) to Chat Completions dicts: plain
-    ones directly, the others through LangChain's converter."""
-    from ctxbudget.formats.langchain import _langchain, _plain_openai_dict
-    from ctxbudget.messages import from_langchain
+    """Converts a LangChain message (or a dict among them) to Chat Completions dicts, with
+    ``langchain_core`` loaded once for the whole list."""
+    from ctxbudget.formats.langchain import _langchain
+    from ctxbudget.messages import _langchain_one
 
-    lc = _langchain()
-
-    def convert(m: Any) -> list[Any]:
-        plain = _plain_openai_dict(m, lc)
-        return [plain] if plain is not None else from_langchain([m])
-
-    return convert
+    return partial(_langchain_one, lc=_langchain())
 
 
 def _genai_dicts(m: Any) -> list[Any]:

@@ -38,7 +38,7 @@ def _plain_openai_dict(message: Any, lc: Any) -> dict[str, Any] | None:
 
     Plain: a ``HumanMessage``, ``AIMessage``, ``ToolMessage`` or ``SystemMessage`` (those very
     classes) with string content, a system message without an ``__openai_role__``. The dict is
-    LangChain's own, key for key (``tests/test_langchain.py`` compares them): role, name when
+    LangChain's own, key for key (``tests/test_messages.py`` compares them): role, name when
     set, tool calls (arguments as ``json.dumps(args, ensure_ascii=False)``), a refusal when
     set, the tool call id, content.
     """
