@@ -6,18 +6,18 @@
     python benches/fit_estimator.py --bench    # single-thread MB/s per class (release build)
     python benches/fit_estimator.py --bench-scan  # the pre-tokenizer alone: bit masks vs bytes
 
-How: first what each character costs alone (rust/char_costs.bin, from the oracles), and the
-vocabulary filters (rust/vocab_filters.bin): every entry of each oracle's vocabulary that the
-scanner emits as one piece goes into that encoding's Bloom filter (built by the helper, so the
-hash is the estimator's own). Then the corpus (benches/estimator/corpus.py)
+How: first what each character costs alone and after a space (rust/char_costs.bin, from the
+oracles), and the vocabulary filters (rust/vocab_filters.bin): every entry of each oracle's
+vocabulary that the scanner emits as one piece goes into that encoding's Bloom filter (built by
+the helper, so the hash is the estimator's own). Then the corpus (benches/estimator/corpus.py)
 is cut into documents; the helper binary (benches/estimator, which compiles rust/scan.rs,
 rust/estimate.rs, rust/vocab.rs and rust/profiles.rs as they are) splits every fit document into
 pieces exactly as the estimator does and reports each piece's table cell (pieces in the filter
-are costed one token and not fitted; the others by kind/features and greedy split count); the
-oracle tokenizer (quicktok) counts the tokens of every distinct piece; a cell's value is the mean
-tokens of its pieces, shrunk towards coarser groups when it has few samples. Last, the
-conservative margin, fitted against the largest of the four true counts. Oracles are
-development-only and need no network.
+are costed one token and lone characters by the character tables, neither fitted; the others by
+kind/features and greedy split count); the oracle tokenizer (quicktok) counts the tokens of
+every distinct piece; a cell's value is the mean tokens of its pieces, shrunk towards coarser
+groups when it has few samples. Last, the conservative margin, fitted against the largest of the
+four true counts. Oracles are development-only and need no network.
 """
 
 from __future__ import annotations
@@ -57,6 +57,9 @@ ENCODINGS = (
 )
 #: Cell of a piece that the vocabulary filter has (costed one token, not fitted).
 IN_VOCAB = 0xFFFFFFFE
+#: Cell of a piece costed by the character tables (one character, alone or after a space); its
+#: record's character count holds the tokens the tables give it.
+LONE_CHAR = 0xFFFFFFFD
 #: Output column order of `fit_helper estimate`.
 EST_ORDER = ("cl100k", "o200k", "llama3", "qwen3", "conservative")
 #: Pseudo-count pulling sparse cells towards their parent group.
@@ -162,7 +165,7 @@ def piece_stats(
     bin_: Path, docs_bin: Path, raw: list[bytes], qname: str, enc
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per piece: doc index, cell, chars and oracle tokens (invalid pieces dropped; pieces the
-    vocabulary filter has get cell ``IN_VOCAB``)."""
+    vocabulary filter has get cell ``IN_VOCAB``, lone characters ``LONE_CHAR``)."""
     out = subprocess.run(
         [str(bin_), "dump", qname, str(docs_bin)], check=True, capture_output=True
     ).stdout
@@ -248,8 +251,8 @@ def render(
     out.append('pub static VOCAB_FILTERS: &[u8] = include_bytes!("vocab_filters.bin");')
     out.append("")
     out.append(
-        "/// What characters cost alone in cl100k, o200k, llama3 and qwen3, in that order "
-        "(see `vocab.rs`)."
+        "/// What characters cost alone in cl100k, o200k, llama3 and qwen3, in that order, then "
+        "after a space, in the same order (see `vocab.rs`)."
     )
     out.append('pub static CHAR_COSTS: &[u8] = include_bytes!("char_costs.bin");')
     out.append("")
@@ -327,17 +330,18 @@ def fit(check: bool) -> int:
 
 
 def char_costs() -> bytes:
-    """Tokens of every character U+0000..U+1FFFF alone, per encoding: 2 bits each (tokens - 1,
-    capped at 4), four to a byte, lowest bits first (``CharCosts`` in vocab.rs). Surrogates,
-    which no UTF-8 text holds, get 2."""
+    """Tokens of every character U+0000..U+1FFFF alone, per encoding, then of a space followed
+    by it: 2 bits each (tokens - 1, capped at 4), four to a byte, lowest bits first
+    (``CharCosts`` in vocab.rs). Surrogates, which no UTF-8 text holds, get 2."""
     code_points = [c for c in range(CHAR_COST_CODE_POINTS) if not 0xD800 <= c < 0xE000]
-    chars = [chr(c) for c in code_points]
     out = bytearray()
-    for _, qname, _, _ in ENCODINGS:
-        counts = np.full(CHAR_COST_CODE_POINTS, 2, dtype=np.int64)
-        counts[code_points] = count(oracle(qname), chars)
-        codes = (np.clip(counts, 1, 4) - 1).astype(np.uint8).reshape(-1, 4)
-        out += (codes[:, 0] | codes[:, 1] << 2 | codes[:, 2] << 4 | codes[:, 3] << 6).tobytes()
+    for prefix in ("", " "):
+        texts = [prefix + chr(c) for c in code_points]
+        for _, qname, _, _ in ENCODINGS:
+            counts = np.full(CHAR_COST_CODE_POINTS, 2, dtype=np.int64)
+            counts[code_points] = count(oracle(qname), texts)
+            codes = (np.clip(counts, 1, 4) - 1).astype(np.uint8).reshape(-1, 4)
+            out += (codes[:, 0] | codes[:, 1] << 2 | codes[:, 2] << 4 | codes[:, 3] << 6).tobytes()
     return bytes(out)
 
 
@@ -394,7 +398,14 @@ def _fit(
                 f"{np.mean(tokens[known] == 1):.2%} of those are one token"
             )
             print(filter_notes[-1], file=sys.stderr)
-            tables[tname] = fit_table(cells[~known], chars[~known], tokens[~known], layout)
+            lone = cells == LONE_CHAR
+            filter_notes.append(
+                f"{qname}: {lone.mean():.2%} of fit pieces are lone characters, "
+                f"{np.mean(tokens[lone] == chars[lone]):.2%} of those costed exactly"
+            )
+            print(filter_notes[-1], file=sys.stderr)
+            fitted = ~known & ~lone
+            tables[tname] = fit_table(cells[fitted], chars[fitted], tokens[fitted], layout)
             # Scanner fidelity: sum of per-piece counts vs the whole-document count.
             whole = count(enc, [d.text for d in fit_docs])
             summed = np.bincount(doc_idx, weights=tokens, minlength=len(fit_docs))
@@ -426,10 +437,12 @@ def _fit(
         *[f"  {n}" for n in filter_notes],
         "",
         "Character costs (rust/char_costs.bin): the oracle's tokens for each character of",
-        "U+0000..U+1FFFF alone, the cost of a character that starts no vocabulary entry.",
+        "U+0000..U+1FFFF alone, the cost of a character that starts no vocabulary entry; and",
+        "of a space followed by it, the cost of the two when the space is all that matched.",
         "",
-        "A piece in its encoding's filter costs one token. Other pieces: cell value = mean oracle",
-        "tokens of the cell's pieces (not in the filter), shrunk towards (kind, class) and (kind)",
+        "A piece in its encoding's filter costs one token; a piece that is one character of two",
+        "bytes or more, alone or after a space, what the character costs say. Other pieces: cell",
+        "value = mean oracle tokens of the cell's pieces, shrunk towards (kind, class) and (kind)",
         f"pools with pseudo-count {SHRINK:g}; pieces longer than the table scale linearly.",
     ]
     margin, margin_note = fit_margin(tables, layout, header, rare, fit_docs)

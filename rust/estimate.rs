@@ -2,8 +2,10 @@
 //!
 //! [`scan`] splits the text the way each encoding's pre-tokenizer would. A piece
 //! that the encoding's vocabulary has whole (a blocked Bloom filter over the vocabulary, see
-//! [`vocab`]) costs one token: that settles two thirds of all pieces exactly. Any
-//! other piece is split greedily into the longest entries the filter knows ([`greedy_tokens`]),
+//! [`vocab`]) costs one token: that settles two thirds of all pieces exactly. A piece that is
+//! one character of two bytes or more, alone or after a space, costs what the oracle gave that
+//! very string ([`Vocab::lone_char`]). Any other piece is split greedily into the longest
+//! entries the filter knows ([`greedy_tokens`]),
 //! and the count of that split, with the piece's kind, prefix, script/content and case, picks a
 //! cell of a small table (1..=16, longer counts scale the last cell) holding the mean number of
 //! tokens such pieces really cost in that encoding, in 1/256 token units. Digit runs are split
@@ -361,14 +363,33 @@ pub(crate) fn lazy<'f>(f: &'f Found<'_>) -> impl FnMut() -> Piece + 'f {
     move || *built.get_or_insert_with(|| f.piece())
 }
 
-/// Cost of a piece that is not one token: its table cell by greedy token count; digit runs
-/// are split into groups of the model's digit group.
+/// Cost of a piece that is not one token: a lone character's exact count ([`lone_char`]), else
+/// its table cell by greedy token count; digit runs are split into groups of the model's digit
+/// group.
 fn table_cost(p: &Piece, text: &[u8], model: &Model) -> u64 {
-    match group(p, text) {
-        None => ONE,
-        Some(g) if p.kind == Kind::Digits => digit_run_units(model, g, p.chars),
-        Some(g) => run_cost(model.table, g, piece_length(p, text, model)),
+    let Some(g) = group(p, text) else {
+        return ONE;
+    };
+    if let Some(tokens) = lone_char(p, text, model) {
+        return u64::from(tokens) * ONE;
     }
+    if p.kind == Kind::Digits {
+        digit_run_units(model, g, p.chars)
+    } else {
+        run_cost(model.table, g, piece_length(p, text, model))
+    }
+}
+
+/// Exact tokens of a piece that is one character of two bytes or more, alone or after a
+/// space ([`Vocab::lone_char`]): such pieces are costed by the character tables, not by a cell.
+#[must_use]
+#[inline]
+pub fn lone_char(p: &Piece, text: &[u8], model: &Model) -> Option<u32> {
+    if p.end - p.start > 5 {
+        return None;
+    }
+    text.get(p.start..p.end)
+        .and_then(|b| model.vocab.lone_char(b))
 }
 
 /// Table units of a run of `chars` digits of group `g`, split into the model's digit groups.
@@ -467,6 +488,9 @@ pub struct Model {
     pub vocab: Vocab<'static>,
 }
 
+/// The fitted encodings: their filters and character costs, in the order of [`Encoding::ALL`].
+const MODELS: usize = 4;
+
 /// The vocabulary of the fitted encoding at `index` in [`Encoding::ALL`].
 fn vocab_of(index: usize) -> Vocab<'static> {
     let part = |bytes: &'static [u8], size: usize| {
@@ -477,6 +501,12 @@ fn vocab_of(index: usize) -> Vocab<'static> {
     Vocab {
         filter: Filter(part(profiles::VOCAB_FILTERS, vocab::FILTER_BYTES)),
         chars: CharCosts(part(profiles::CHAR_COSTS, vocab::CHAR_COST_BYTES)),
+        spaced: CharCosts(
+            profiles::CHAR_COSTS
+                .get(MODELS * vocab::CHAR_COST_BYTES..)
+                .map(|after_space| part(after_space, vocab::CHAR_COST_BYTES))
+                .unwrap_or_default(),
+        ),
     }
 }
 

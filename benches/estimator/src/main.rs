@@ -128,6 +128,10 @@ fn dump(name: &str, path: &str) {
                 rec(d, p.start, p.end, u32::MAX, 1);
                 return;
             };
+            if let Some(tokens) = estimate::lone_char(&p, doc, &m) {
+                rec(d, p.start, p.end, u32::MAX - 2, tokens);
+                return;
+            }
             if p.kind == Kind::Digits {
                 // Split the run into groups by characters, as the real pre-tokenizer does.
                 let text = std::str::from_utf8(&doc[p.start..p.end]).expect("digits are UTF-8");
