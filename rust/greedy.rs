@@ -12,9 +12,10 @@ const GREEDY_MAX: usize = 64;
 /// [`greedy_tokens`] stops extending a match after this many misses in a row (a character
 /// that starts no entry within that many characters counts as unknown).
 const GREEDY_MISSES: u32 = 4;
-/// [`GREEDY_MISSES`] from a CJK character (U+3000..U+D7FF: CJK symbols, kana, ideographs, Yi,
-/// Hangul). Each miss there is a whole three-byte character; searching as far as from other
-/// characters made the eval split's CJK 0.07-0.22 points worse in each encoding.
+/// [`GREEDY_MISSES`] from a character of U+3000..U+D7FF (lead bytes `0xE3..=0xED`: CJK
+/// symbols, kana, ideographs and Hangul, and the few scripts among them). Each miss there is a
+/// whole three-byte character; searching as far as from other characters made the eval split's
+/// CJK 0.05-0.22 points worse in each encoding.
 const GREEDY_MISSES_CJK: u32 = 3;
 
 /// A run of one character repeated at least this many times inside a piece is split by
@@ -67,10 +68,11 @@ pub fn greedy_tokens(b: &[u8], vocab: &Vocab<'_>) -> u32 {
 
 /// After a space that matched alone, a character at `c` of three bytes or more (symbols,
 /// emoji, CJK, Indic and Thai letters) that starts no entry and no run: the tokens of the two
-/// together ([`Vocab::spaced`]) and where the character ends. Byte-level vocabularies merge
-/// such a space with the character's lead bytes more often than not (` \xe2\x9c` + `\x85` is
-/// ` ✅` in cl100k), which costing them apart misses. Two-byte letters (Greek, Cyrillic, ...)
-/// are left out: in words their split does worse with the rule than without.
+/// together ([`Vocab::spaced`]) and where the character ends. Byte-level vocabularies often
+/// merge such a space with the character's lead bytes (` \xe2\x9c` + `\x85` is ` ✅` in
+/// cl100k), which costing them apart misses; the table holds each encoding's own count, merged
+/// or not. Two-byte letters (Greek, Cyrillic, ...) are left out: in words their split does worse
+/// with the rule than without.
 #[inline(never)]
 fn spaced_char(b: &[u8], c: usize, vocab: &Vocab<'_>) -> Option<(u32, usize)> {
     let after = next_char(b, c);
@@ -208,32 +210,61 @@ mod tests {
     }
 
     #[test]
-    fn a_match_from_a_cjk_character_gives_up_after_fewer_misses() {
-        // Entries: each character alone, and the five of them together. From `a` the longest
-        // match is tried past three misses (`ab`, `abc`, `abcd`); from `中` it stops there.
-        let words = [
-            "a",
-            "b",
-            "c",
-            "d",
-            "e",
-            "abcde",
-            "中",
-            "文",
-            "字",
-            "符",
-            "号",
-            "中文字符号",
-        ];
-        let filter = vocab::build(words.iter().map(|w| vocab::hash(w.as_bytes())));
+    fn the_cjk_miss_limit_starts_at_u3000_and_ends_at_ud7ff() {
+        // `X` then `abcd`, with `Xabcd` an entry: found past three misses from U+2FD5 and U+E000,
+        // given up on from U+3000 and U+D7A3.
+        for (x, cjk) in [
+            ('\u{2FD5}', false),
+            ('\u{3000}', true),
+            ('\u{D7A3}', true),
+            ('\u{E000}', false),
+        ] {
+            let (single, whole) = (x.to_string(), format!("{x}abcd"));
+            let words = [single.as_str(), "a", "b", "c", "d", whole.as_str()];
+            let filter = vocab::build(words.iter().map(|w| vocab::hash(w.as_bytes())));
+            let vocab = Vocab {
+                filter: vocab::Filter(&filter),
+                chars: vocab::CharCosts(&[]),
+                spaced: vocab::CharCosts(&[]),
+            };
+            let want = if cjk { 5 } else { 1 };
+            assert_eq!(
+                greedy_tokens(whole.as_bytes(), &vocab),
+                want,
+                "U+{:04X}",
+                x as u32
+            );
+        }
+    }
+
+    #[test]
+    fn the_space_rule_takes_only_a_lone_space_before_a_wide_character_that_starts_nothing() {
+        use crate::testing::char_cost_table;
+        // Alone: é 3 tokens, ✅ 2, the rest 1; after a space: é 1, ✅ 1.
+        let alone = char_cost_table(&[(0xE9, 3), (0x2705, 2)]);
+        let spaced = char_cost_table(&[(0xE9, 1), (0x2705, 1)]);
+        let filter = vocab::build(
+            [" ", "✅xyz", "y"]
+                .iter()
+                .map(|w| vocab::hash(w.as_bytes())),
+        );
         let vocab = Vocab {
             filter: vocab::Filter(&filter),
-            chars: vocab::CharCosts(&[]),
-            spaced: vocab::CharCosts(&[]),
+            chars: vocab::CharCosts(&alone),
+            spaced: vocab::CharCosts(&spaced),
         };
-        assert_eq!(greedy_tokens(b"abcde", &vocab), 1);
-        assert_eq!(greedy_tokens("中文字符号".as_bytes(), &vocab), 5);
-        assert_eq!(greedy_tokens("中文字符".as_bytes(), &vocab), 4);
+        // Taken: the space and ✅ cost what they cost together.
+        assert_eq!(greedy_tokens(" ✅".as_bytes(), &vocab), 1);
+        assert_eq!(greedy_tokens(" ✅y".as_bytes(), &vocab), 2);
+        // Not taken: a two-byte letter; a character that starts an entry; a run after the space.
+        assert_eq!(greedy_tokens(" é".as_bytes(), &vocab), 1 + 3);
+        assert_eq!(greedy_tokens(" ✅xyz".as_bytes(), &vocab), 1 + 1);
+        let run = "✅".repeat(4);
+        let spaced_run = format!(" {run}");
+        assert_eq!(
+            greedy_tokens(spaced_run.as_bytes(), &vocab),
+            1 + run_tokens(run.as_bytes(), &vocab)
+        );
     }
 
     #[test]

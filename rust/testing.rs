@@ -37,3 +37,13 @@ pub fn vector_paths_as_required() {
         );
     }
 }
+
+/// A [`CharCosts`](crate::vocab::CharCosts) table where each `(code point, tokens)` is set and
+/// every other character costs one token.
+pub fn char_cost_table(costs: &[(usize, u8)]) -> Vec<u8> {
+    let mut table = vec![0u8; crate::vocab::CHAR_COST_BYTES];
+    for &(cp, tokens) in costs {
+        table[cp / 4] |= (tokens - 1) << (cp % 4 * 2);
+    }
+    table
+}

@@ -165,12 +165,12 @@ impl CharCosts<'_> {
     }
 
     /// Tokens of `ch` when it is exactly one character and the table knows its count: `None`
-    /// for an empty table, anything but one valid character, and four tokens (the cap, which
-    /// stands for four or more).
+    /// for a table that is not whole, anything but one valid character, and four tokens (the
+    /// cap, which stands for four or more).
     #[must_use]
     pub fn exact(&self, ch: &[u8]) -> Option<u32> {
         let mut chars = std::str::from_utf8(ch).ok()?.chars();
-        if self.0.is_empty() || chars.next().is_none() || chars.next().is_some() {
+        if self.0.len() != CHAR_COST_BYTES || chars.next().is_none() || chars.next().is_some() {
             return None;
         }
         Some(self.of(ch)).filter(|&tokens| tokens < 4)
@@ -267,20 +267,12 @@ mod tests {
         assert_eq!(CharCosts(&[]).of("é".as_bytes()), CharCosts::DEFAULT);
     }
 
-    /// A table where each `(code point, tokens)` is set and every other character costs 1.
-    fn table(costs: &[(usize, u8)]) -> Vec<u8> {
-        let mut table = vec![0u8; CHAR_COST_BYTES];
-        for &(cp, tokens) in costs {
-            table[cp / 4] |= (tokens - 1) << (cp % 4 * 2);
-        }
-        table
-    }
-
     #[test]
     fn a_lone_character_costs_what_its_table_says() {
+        use crate::testing::char_cost_table;
         // é costs 3 alone, 1 after a space; 🎉 2 and 3; 一 four or more alone (the cap).
-        let alone = table(&[(0xE9, 3), (0x1F389, 2), (0x4E00, 4)]);
-        let spaced = table(&[(0x1F389, 3)]);
+        let alone = char_cost_table(&[(0xE9, 3), (0x1F389, 2), (0x4E00, 4)]);
+        let spaced = char_cost_table(&[(0x1F389, 3)]);
         let vocab = Vocab {
             filter: Filter(&[]),
             chars: CharCosts(&alone),
@@ -308,6 +300,7 @@ mod tests {
             spaced: CharCosts(&[]),
         };
         assert_eq!(empty.lone_char("é".as_bytes()), None);
+        assert_eq!(CharCosts(&alone[..100]).exact("é".as_bytes()), None);
     }
 
     #[test]
