@@ -326,16 +326,20 @@ pub(crate) fn piece_cost(
     model: &Model,
     memo: Option<&mut Memo>,
 ) -> u64 {
-    let long = span.1 - span.0 > LONG_PIECE;
     match hash {
-        Some(h)
-            if model.vocab.contains(h)
-                && (!long || merged_entry(&text[span.0..span.1], &model.vocab)) =>
-        {
-            ONE
-        }
+        Some(h) if is_whole(h, text, span, model) => ONE,
         _ => split_cost(piece, text, hash, model, memo),
     }
+}
+
+/// Whether the piece at `span` of `text`, of vocabulary hash `h`, counts as one token: the
+/// filter has it, and a long piece also a cut of it ([`merged_entry`]).
+#[allow(clippy::inline_always)] // hot path; measurably faster inlined
+#[inline(always)]
+#[must_use]
+pub fn is_whole(h: u64, text: &[u8], span: (usize, usize), model: &Model) -> bool {
+    model.vocab.contains(h)
+        && (span.1 - span.0 <= LONG_PIECE || merged_entry(&text[span.0..span.1], &model.vocab))
 }
 
 /// Cost of a piece that is not one token: [`table_cost`] of its features (`piece` builds

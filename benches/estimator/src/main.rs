@@ -120,7 +120,9 @@ fn dump(name: &str, path: &str) {
     let lb = estimate::LEN_BUCKETS;
     for (d, doc) in docs.iter().enumerate() {
         scan::scan(doc, dialect, |p| {
-            if estimate::piece_hash(&p, doc).is_some_and(|h| m.vocab.contains(h)) {
+            if estimate::piece_hash(&p, doc)
+                .is_some_and(|h| estimate::is_whole(h, doc, (p.start, p.end), &m))
+            {
                 rec(d, p.start, p.end, u32::MAX - 1, p.chars.max(1));
                 return;
             }
