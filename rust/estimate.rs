@@ -333,7 +333,7 @@ pub(crate) fn piece_cost(
 }
 
 /// Whether the piece at `span` of `text`, of vocabulary hash `h`, counts as one token: the
-/// filter has it, and a long piece also a cut of it ([`merged_entry`]).
+/// filter has it, and a long piece also a cut of it (`greedy::merged_entry`).
 #[allow(clippy::inline_always)] // hot path; measurably faster inlined
 #[inline(always)]
 #[must_use]
