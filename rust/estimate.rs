@@ -492,11 +492,10 @@ pub struct Model {
     pub vocab: Vocab<'static>,
 }
 
-/// The fitted encodings: their filters and character costs, in the order of [`Encoding::ALL`].
-const MODELS: usize = 4;
-
 /// The vocabulary of the fitted encoding at `index` in [`Encoding::ALL`].
 fn vocab_of(index: usize) -> Vocab<'static> {
+    // The character costs alone come first, then the same tables after a space.
+    let (alone, after_space) = profiles::CHAR_COSTS.split_at(profiles::CHAR_COSTS.len() / 2);
     let part = |bytes: &'static [u8], size: usize| {
         bytes
             .get(index * size..(index + 1) * size)
@@ -504,13 +503,8 @@ fn vocab_of(index: usize) -> Vocab<'static> {
     };
     Vocab {
         filter: Filter(part(profiles::VOCAB_FILTERS, vocab::FILTER_BYTES)),
-        chars: CharCosts(part(profiles::CHAR_COSTS, vocab::CHAR_COST_BYTES)),
-        spaced: CharCosts(
-            profiles::CHAR_COSTS
-                .get(MODELS * vocab::CHAR_COST_BYTES..)
-                .map(|after_space| part(after_space, vocab::CHAR_COST_BYTES))
-                .unwrap_or_default(),
-        ),
+        chars: CharCosts(part(alone, vocab::CHAR_COST_BYTES)),
+        spaced: CharCosts(part(after_space, vocab::CHAR_COST_BYTES)),
     }
 }
 

@@ -247,11 +247,14 @@ mod tests {
     #[test]
     fn char_costs_read_two_bits_per_code_point() {
         // U+0000..U+0003 cost 1, 2, 3, 4; U+00E9 (é) 3; U+1F389 (🎉) 2; the rest 1.
-        let mut table = vec![0u8; CHAR_COST_BYTES];
-        let mut set = |cp: usize, tokens: u8| table[cp / 4] |= (tokens - 1) << (cp % 4 * 2);
-        for (cp, tokens) in [(0, 1), (1, 2), (2, 3), (3, 4), (0xE9, 3), (0x1F389, 2)] {
-            set(cp, tokens);
-        }
+        let table = crate::testing::char_cost_table(&[
+            (0, 1),
+            (1, 2),
+            (2, 3),
+            (3, 4),
+            (0xE9, 3),
+            (0x1F389, 2),
+        ]);
         let costs = CharCosts(&table);
         for (cp, want) in [(0u32, 1), (1, 2), (2, 3), (3, 4), (0xE8, 1), (0xE9, 3)] {
             let ch = char::from_u32(cp).unwrap().to_string();
