@@ -2,7 +2,7 @@
 //! bit masks instead of a byte loop.
 //!
 //! A window of 64 bytes that starts at a known piece start is classified into one bit mask per
-//! character class (AVX-512 or SSE2 on `x86_64`, a byte loop elsewhere). The pre-tokenizer
+//! character class (AVX-512, AVX2 or SSE2 on `x86_64`, a byte loop elsewhere). The pre-tokenizer
 //! rules that [`scan`](crate::scan) applies byte by byte become shifts, ands and one
 //! carry-propagating add over those masks, giving the set of positions where a piece starts.
 //! Starts that could still depend on bytes past the window (inside its last run of one class)
@@ -86,7 +86,8 @@ struct Masks {
 }
 
 /// The class masks of a window: with AVX-512 where the processor has the features every
-/// vector path needs (see `rust/avx512.rs`), else SSE2.
+/// vector path needs (see `rust/avx512.rs`), else with AVX2 where it has those of
+/// `rust/avx2.rs`, else SSE2.
 #[cfg(target_arch = "x86_64")]
 #[allow(clippy::inline_always)] // hot path; measurably faster inlined
 #[inline(always)]
@@ -94,6 +95,9 @@ fn masks(w: &[u8; WIDTH]) -> Masks {
     if crate::avx512::available() {
         // SAFETY: the processor has the features.
         unsafe { masks_avx512(w) }
+    } else if crate::avx2::available() {
+        // SAFETY: the processor has the features.
+        unsafe { masks_avx2(w) }
     } else {
         masks_sse2(w)
     }
@@ -131,6 +135,41 @@ fn masks_avx512(w: &[u8; WIDTH]) -> Masks {
         high: _mm512_movepi8_mask(v),
         wide: 0,
     }
+}
+
+/// [`masks`] 32 bytes at a time.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,bmi1,bmi2,popcnt")]
+fn masks_avx2(w: &[u8; WIDTH]) -> Masks {
+    #[allow(clippy::wildcard_imports)]
+    use std::arch::x86_64::*;
+    let mut m = Masks::default();
+    for k in 0..WIDTH / 32 {
+        // SAFETY: the unaligned load reads bytes 32k..32k+32 of a 64-byte array.
+        let v = unsafe { _mm256_loadu_si256(w.as_ptr().add(32 * k).cast()) };
+        let bits = |x: __m256i| u64::from(_mm256_movemask_epi8(x) as u32) << (32 * k);
+        let eq = |b: u8| _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b as i8));
+        // Unsigned `v - lo < n`: `v - lo` is at most `n - 1`.
+        let range = |lo: u8, n: u8| {
+            let x = _mm256_sub_epi8(v, _mm256_set1_epi8(lo as i8));
+            _mm256_cmpeq_epi8(_mm256_min_epu8(x, _mm256_set1_epi8((n - 1) as i8)), x)
+        };
+        m.lower |= bits(range(b'a', 26));
+        m.upper |= bits(range(b'A', 26));
+        m.digit |= bits(range(b'0', 10));
+        let lf = eq(b'\n');
+        m.lf |= bits(lf);
+        m.nl |= bits(_mm256_or_si256(lf, eq(b'\r')));
+        let space = eq(b' ');
+        let tab = eq(b'\t');
+        m.space |= bits(space);
+        m.tab |= bits(tab);
+        m.ws |= bits(_mm256_or_si256(_mm256_or_si256(space, tab), range(0x0b, 2)));
+        m.apos |= bits(eq(b'\''));
+        m.slash |= bits(eq(b'/'));
+        m.high |= bits(v);
+    }
+    m
 }
 
 /// [`masks`] 16 bytes at a time.
@@ -670,6 +709,11 @@ mod tests {
             assert_eq!(super::masks(&w), want, "{w:?}");
             #[cfg(target_arch = "x86_64")]
             assert_eq!(super::masks_sse2(&w), want, "{w:?}");
+            #[cfg(target_arch = "x86_64")]
+            if crate::avx2::available() {
+                // SAFETY: the processor has the features.
+                assert_eq!(unsafe { super::masks_avx2(&w) }, want, "{w:?}");
+            }
         }
     }
 

@@ -4,6 +4,8 @@
 //! `py.rs` behind the `python` feature, which maturin enables.
 
 #[cfg(target_arch = "x86_64")]
+mod avx2;
+#[cfg(target_arch = "x86_64")]
 mod avx512;
 pub mod batch;
 pub mod blocks;

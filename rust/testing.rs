@@ -23,18 +23,21 @@ impl XorShift {
     }
 }
 
-/// Fails where `CTXBUDGET_REQUIRE_AVX512` is set and the AVX-512 paths would not run: tests
-/// comparing those paths with the one-by-one ones would otherwise pass without running them.
+/// Fails where `CTXBUDGET_REQUIRE_AVX512` (or `CTXBUDGET_REQUIRE_AVX2`) is set and the
+/// AVX-512 (or AVX2) paths would not run: tests comparing those paths with the one-by-one ones
+/// would otherwise pass without running them.
 pub fn vector_paths_as_required() {
-    if std::env::var_os("CTXBUDGET_REQUIRE_AVX512").is_some() {
-        #[cfg(target_arch = "x86_64")]
-        let available = crate::avx512::available();
-        #[cfg(not(target_arch = "x86_64"))]
-        let available = false;
-        assert!(
-            available,
-            "CTXBUDGET_REQUIRE_AVX512 is set, but the AVX-512 paths are off"
-        );
+    #[cfg(target_arch = "x86_64")]
+    let available = [crate::avx512::available(), crate::avx2::available()];
+    #[cfg(not(target_arch = "x86_64"))]
+    let available = [false, false];
+    for (variable, on) in ["CTXBUDGET_REQUIRE_AVX512", "CTXBUDGET_REQUIRE_AVX2"]
+        .into_iter()
+        .zip(available)
+    {
+        if std::env::var_os(variable).is_some() {
+            assert!(on, "{variable} is set, but those paths are off");
+        }
     }
 }
 

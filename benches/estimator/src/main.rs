@@ -19,6 +19,9 @@
 #![allow(dead_code)]
 
 #[cfg(target_arch = "x86_64")]
+#[path = "../../../rust/avx2.rs"]
+mod avx2;
+#[cfg(target_arch = "x86_64")]
 #[path = "../../../rust/avx512.rs"]
 mod avx512;
 #[path = "../../../rust/blocks.rs"]
