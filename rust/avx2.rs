@@ -12,7 +12,7 @@
 use std::arch::x86_64::*;
 use std::sync::OnceLock;
 
-use crate::vocab::{Filter, BLOCKS, FILTER_BYTES, K, K2};
+use crate::vocab::{BLOCKS, K, K2};
 
 // `probe` takes a block index from the hash's top bits.
 const _: () = assert!(BLOCKS == 1 << 15);
@@ -29,14 +29,6 @@ pub(crate) fn available() -> bool {
             && is_x86_feature_detected!("popcnt")
             && std::env::var_os("CTXBUDGET_NO_AVX2").is_none()
     })
-}
-
-/// A filter's words, for [`probe`]: `None` for a filter that is not whole (an empty one holds
-/// nothing, which the one-by-one paths handle).
-#[inline]
-#[must_use]
-pub(crate) fn words(filter: Filter<'_>) -> Option<*const i64> {
-    (filter.0.len() == FILTER_BYTES).then(|| filter.0.as_ptr().cast())
 }
 
 /// [`vocab::hash_words`](crate::vocab::hash_words) of four pieces: their first eight bytes
@@ -109,8 +101,8 @@ pub(crate) fn slots(h: __m256i) -> Slots {
 /// hold, as all bits set in the lane.
 ///
 /// # Safety
-/// The processor must have the features ([`available`]), and `words` must come from [`words`]
-/// (a whole filter).
+/// The processor must have the features ([`available`]), and `words` must come from
+/// [`Filter::words`](crate::vocab::Filter::words) (a whole filter).
 #[inline]
 #[target_feature(enable = "avx2,bmi1,bmi2,popcnt")]
 pub(crate) unsafe fn probe(slots: Slots, valid: __m256i, words: *const i64) -> __m256i {

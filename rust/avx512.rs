@@ -10,7 +10,7 @@
 use std::arch::x86_64::*;
 use std::sync::OnceLock;
 
-use crate::vocab::{Filter, BLOCKS, FILTER_BYTES, K, K2};
+use crate::vocab::{BLOCKS, K, K2};
 
 // `slots` takes a block index from the hash's top bits.
 const _: () = assert!(BLOCKS == 1 << 15);
@@ -33,14 +33,6 @@ pub(crate) fn available() -> bool {
             && is_x86_feature_detected!("popcnt")
             && std::env::var_os("CTXBUDGET_NO_AVX512").is_none()
     })
-}
-
-/// A filter's words, for [`probe`]: `None` for a filter that is not whole (an empty one holds
-/// nothing, which the one-by-one paths handle).
-#[inline]
-#[must_use]
-pub(crate) fn words(filter: Filter<'_>) -> Option<*const i64> {
-    (filter.0.len() == FILTER_BYTES).then(|| filter.0.as_ptr().cast())
 }
 
 /// [`vocab::hash_words`](crate::vocab::hash_words) of eight pieces: their first eight bytes
@@ -130,8 +122,8 @@ pub(crate) fn slots(h: __m512i) -> Slots {
 /// Which of the `valid` lanes the filter at `words` may hold.
 ///
 /// # Safety
-/// The processor must have the features ([`available`]), and `words` must come from [`words`]
-/// (a whole filter).
+/// The processor must have the features ([`available`]), and `words` must come from
+/// [`Filter::words`](crate::vocab::Filter::words) (a whole filter).
 #[inline]
 #[target_feature(
     enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx512vbmi2,avx512bitalg,bmi1,bmi2,popcnt"

@@ -110,6 +110,15 @@ fn slot(h: u64) -> (usize, u64) {
 pub struct Filter<'a>(pub &'a [u8]);
 
 impl Filter<'_> {
+    /// The filter's words, for the vector probes (`rust/avx512.rs`, `rust/avx2.rs`): `None`
+    /// for a filter that is not whole (an empty one holds nothing, which the one-by-one paths
+    /// handle).
+    #[inline]
+    #[must_use]
+    pub(crate) fn words(self) -> Option<*const i64> {
+        (self.0.len() == FILTER_BYTES).then(|| self.0.as_ptr().cast())
+    }
+
     /// Whether a piece with hash `h` may be one token (false positives ~2%, no false negatives).
     #[allow(clippy::inline_always)] // hot path; measurably faster inlined
     #[inline(always)]

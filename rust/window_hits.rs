@@ -28,16 +28,32 @@ pub(crate) fn window_hits<const N: usize>(
 ) -> [u64; N] {
     debug_assert!(starts & 1 != 0 && starts.count_ones() >= 2, "{starts:#x}");
     #[cfg(target_arch = "x86_64")]
-    if let Some(filters) = avx512::filters(models) {
+    if let Some(filters) = filters(crate::avx512::available(), models) {
         // SAFETY: `filters` is only `Some` where the processor has the features.
         return unsafe { avx512::hits(starts, span, filters) };
     }
     #[cfg(target_arch = "x86_64")]
-    if let Some(filters) = avx2::filters(models) {
+    if let Some(filters) = filters(crate::avx2::available(), models) {
         // SAFETY: `filters` is only `Some` where the processor has the features.
         return unsafe { avx2::hits(starts, span, filters) };
     }
     scalar_hits(starts, span, models)
+}
+
+/// The models' filters' words, when a vector path can run on them: `available` (the
+/// processor has its features) and every filter is whole.
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::inline_always)] // hot path; measurably faster inlined
+#[inline(always)]
+fn filters<const N: usize>(available: bool, models: &[Model; N]) -> Option<[*const i64; N]> {
+    if !available {
+        return None;
+    }
+    let mut all = [std::ptr::null(); N];
+    for (w, m) in all.iter_mut().zip(models) {
+        *w = m.vocab.filter.words()?;
+    }
+    Some(all)
 }
 
 /// [`window_hits`] one piece at a time: the reference, and the path without AVX2.
@@ -71,24 +87,8 @@ mod avx512 {
     #[allow(clippy::wildcard_imports)]
     use std::arch::x86_64::*;
 
-    use crate::avx512::{hash8, k_len, probe, slots, words};
-    use crate::estimate::Model;
+    use crate::avx512::{hash8, k_len, probe, slots};
     use crate::window_cost::{SHORT, SPAN};
-
-    /// The models' filters' words, when [`hits`] can run on them: the processor has the
-    /// features and every filter is whole.
-    #[allow(clippy::inline_always)] // hot path; measurably faster inlined
-    #[inline(always)]
-    pub(super) fn filters<const N: usize>(models: &[Model; N]) -> Option<[*const i64; N]> {
-        if !crate::avx512::available() {
-            return None;
-        }
-        let mut all = [std::ptr::null(); N];
-        for (w, m) in all.iter_mut().zip(models) {
-            *w = words(m.vocab.filter)?;
-        }
-        Some(all)
-    }
 
     /// Byte `i` is `i`.
     const IOTA: [u8; 64] = {
@@ -105,7 +105,7 @@ mod avx512 {
     ///
     /// # Safety
     /// The processor must have the features ([`crate::avx512::available`]), and `filters`
-    /// must come from [`filters`].
+    /// must come from [`filters`](super::filters).
     #[target_feature(
         enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx512vbmi2,avx512bitalg,bmi1,bmi2,popcnt"
     )]
@@ -176,24 +176,8 @@ mod avx2 {
     #[allow(clippy::wildcard_imports)]
     use std::arch::x86_64::*;
 
-    use crate::avx2::{hash4, probe, slots, words};
-    use crate::estimate::Model;
+    use crate::avx2::{hash4, probe, slots};
     use crate::window_cost::{SHORT, SPAN};
-
-    /// The models' filters' words, when [`hits`] can run on them: the processor has the
-    /// features and every filter is whole.
-    #[allow(clippy::inline_always)] // hot path; measurably faster inlined
-    #[inline(always)]
-    pub(super) fn filters<const N: usize>(models: &[Model; N]) -> Option<[*const i64; N]> {
-        if !crate::avx2::available() {
-            return None;
-        }
-        let mut all = [std::ptr::null(); N];
-        for (w, m) in all.iter_mut().zip(models) {
-            *w = words(m.vocab.filter)?;
-        }
-        Some(all)
-    }
 
     /// The eight bytes of `span` from `at` (below 72) as a little-endian number.
     #[allow(clippy::inline_always)] // hot path; measurably faster inlined
@@ -209,7 +193,7 @@ mod avx2 {
     ///
     /// # Safety
     /// The processor must have the features ([`crate::avx2::available`]), and `filters`
-    /// must come from [`filters`].
+    /// must come from [`filters`](super::filters).
     #[target_feature(enable = "avx2,bmi1,bmi2,popcnt")]
     pub(super) unsafe fn hits<const N: usize>(
         starts: u64,
@@ -350,7 +334,7 @@ mod tests {
             assert_eq!(window_hits(starts, &span, &models), want, "{starts:#x}");
             // The AVX2 path too where the AVX-512 one runs above it.
             #[cfg(target_arch = "x86_64")]
-            if let Some(filters) = avx2::filters(&models) {
+            if let Some(filters) = filters(crate::avx2::available(), &models) {
                 // SAFETY: `filters` is only `Some` where the processor has the features.
                 assert_eq!(unsafe { avx2::hits(starts, &span, filters) }, want);
             }
