@@ -360,16 +360,25 @@ fn feed_units<U: Unit>(units: &[U], est: &mut Estimator) -> Result<(), Surrogate
     let mut len = 0;
     let mut flush_at = BUF;
     let mut at = 0;
+    // Where whole blocks are worth trying again: past a block that was not all ASCII (dense
+    // non-ASCII text would otherwise check every block once per run).
+    let mut blocks_from = 0;
     while at < units.len() {
-        let block = units
-            .get(at..at + BLOCK)
-            .and_then(|b| <&[U; BLOCK]>::try_from(b).ok());
-        let out = buf
-            .get_mut(len..len + BLOCK)
-            .and_then(|o| <&mut [u8; BLOCK]>::try_from(o).ok());
-        let narrowed = match (block, out) {
-            (Some(block), Some(out)) => ascii_block(block, out),
-            _ => false,
+        let narrowed = at >= blocks_from && {
+            let block = units
+                .get(at..at + BLOCK)
+                .and_then(|b| <&[U; BLOCK]>::try_from(b).ok());
+            let out = buf
+                .get_mut(len..len + BLOCK)
+                .and_then(|o| <&mut [u8; BLOCK]>::try_from(o).ok());
+            let narrowed = match (block, out) {
+                (Some(block), Some(out)) => ascii_block(block, out),
+                _ => false,
+            };
+            if !narrowed {
+                blocks_from = at + BLOCK;
+            }
+            narrowed
         };
         if narrowed {
             at += BLOCK;
@@ -384,8 +393,12 @@ fn feed_units<U: Unit>(units: &[U], est: &mut Estimator) -> Result<(), Surrogate
                 Some(cut) => cut,
                 None if flush_at < MAX_BUF => {
                     // No cut yet: take more of the run (the buffer keeps its spare bytes).
+                    // Never shrunk: after a flush from a grown buffer, what is left can be
+                    // longer than the flush point.
                     flush_at *= 2;
-                    buf.resize(flush_at + SPARE, 0);
+                    if buf.len() < flush_at + SPARE {
+                        buf.resize(flush_at + SPARE, 0);
+                    }
                     continue;
                 }
                 None => len,
@@ -576,6 +589,15 @@ mod tests {
             s.push('é');
         }
         check(&s);
+    }
+
+    #[test]
+    fn what_is_left_after_flushing_a_grown_buffer_is_kept() {
+        // A run with no cut grows the buffer past 128 KB; after its flush, more than the next
+        // flush point is left, and it must not be cut off (this once shrank the buffer and
+        // panicked).
+        let text = format!("{}a {}", "é".repeat(131_072 + 20), "é".repeat(204_800));
+        check(&text);
     }
 
     #[test]

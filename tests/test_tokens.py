@@ -250,6 +250,15 @@ def test_a_long_run_without_a_cut_counts_the_same_from_str() -> None:
         assert estimate_tokens(text, encoding, parallel=True) == want
 
 
+def test_a_str_with_long_runs_without_a_cut_on_both_sides_of_a_flush() -> None:
+    # A run with no place to cut grows the transcoding buffer; after it is flushed, more is
+    # left than the next flush point, and another such run follows. (Until 2026-12-02 this
+    # raised a PanicException: the buffer was shrunk under what it held.)
+    text = "é" * (131_072 + 20) + "a " + "é" * 204_800
+    for encoding in ("o200k", "conservative"):
+        assert estimate_tokens(text, encoding) == estimate_tokens(text.encode(), encoding)
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
 def test_a_forked_child_estimates_in_parallel() -> None:
     # The parent's thread pool exists before the fork; the child must not wait on it.
