@@ -1,12 +1,13 @@
 //! AVX2 building blocks of the vocabulary probes: four piece hashes at once, and four filter
 //! probes with one gather. The tier below [`avx512`](crate::avx512), for processors without
-//! AVX-512 (AMD before Zen 4, most Intel desktops before 2021).
+//! AVX-512 (AMD before Zen 4, Intel desktop and laptop parts of most generations).
 //!
 //! Only on `x86_64`, and only where [`available`] says the processor has the features (checked
 //! once, at run time): callers keep a one-by-one path beside each use and tests check that
-//! all agree. `CTXBUDGET_NO_AVX2` in the environment, set to any value (even `0`), turns these
-//! paths off for the process; it is read once. (`CTXBUDGET_NO_AVX512` turns off the tier above
-//! only: with both set, the one-by-one paths run.)
+//! all agree. `CTXBUDGET_NO_AVX2` in the environment, set to any value (even `0`), turns the
+//! estimator's AVX2 paths off for the process; it is read once. (`CTXBUDGET_NO_AVX512` turns
+//! off the tier above only: with both set, the one-by-one paths run. Text validation,
+//! `rust/text.rs`, checks for AVX2 on its own and ignores both.)
 
 #[allow(clippy::wildcard_imports)]
 use std::arch::x86_64::*;

@@ -6,9 +6,9 @@
 //! then waits for each probe in turn. Here the pieces one window settles are hashed from
 //! 16-byte loads masked to their length ([`vocab::hash_words`]) and probed with no branch, the
 //! answers gathered in a bit mask per encoding ([`window_hits`], eight pieces at a time where
-//! the processor has AVX-512, four with AVX2). Only the pieces a filter lacks (and digit runs, and pieces over
-//! 16 bytes) go on, one by one, to the full costing of [`estimate`](crate::estimate). The
-//! result is exactly what costing each piece in turn gives.
+//! the processor has AVX-512, four with AVX2). Only the pieces a filter lacks (and digit runs,
+//! and pieces over 16 bytes) go on, one by one, to the full costing of
+//! [`estimate`](crate::estimate). The result is exactly what costing each piece in turn gives.
 
 use crate::blocks::Settled;
 use crate::estimate::{ascii_digit_units, piece_cost, split_cost, Memo, Model, ONE};

@@ -206,13 +206,14 @@ mod avx2 {
             _mm256_set1_epi64x(i64::from(SHORT) + 1),
         );
         let (eight, sixty_four) = (_mm256_set1_epi64x(8), _mm256_set1_epi64x(64));
-        let mut lane_hits = [0u64; N];
+        // Per model, each lane's hits as bits at the pieces' starts (no `pdep`: microcoded and
+        // slow on AMD before Zen 3).
+        let mut lane_hits = [_mm256_setzero_si256(); N];
         let mut rest = starts & !1;
         let mut start = 0;
-        let mut group = 0;
         while rest != 0 {
             // Four pieces in order; lanes past the last one are empty (start = end).
-            let (mut lo, mut hi, mut len) = ([0i64; 4], [0i64; 4], [0i64; 4]);
+            let (mut lo, mut hi, mut len, mut at) = ([0i64; 4], [0i64; 4], [0i64; 4], [0i64; 4]);
             for q in 0..4 {
                 let end = if rest == 0 {
                     start
@@ -223,14 +224,16 @@ mod avx2 {
                 lo[q] = read8(span, start);
                 hi[q] = read8(span, start + 8);
                 len[q] = i64::from(end - start);
+                at[q] = 1 << start;
                 start = end;
             }
             // SAFETY (loads): four words each.
-            let (lo, hi, len) = unsafe {
+            let (lo, hi, len, at) = unsafe {
                 (
                     _mm256_loadu_si256(lo.as_ptr().cast()),
                     _mm256_loadu_si256(hi.as_ptr().cast()),
                     _mm256_loadu_si256(len.as_ptr().cast()),
+                    _mm256_loadu_si256(at.as_ptr().cast()),
                 )
             };
             // Zero past each piece's end: keep its first 8 * len bits.
@@ -252,15 +255,14 @@ mod avx2 {
             for (lane_hit, &filter) in lane_hits.iter_mut().zip(&filters) {
                 // SAFETY: `filter` comes from `filters`.
                 let hit = unsafe { probe(slots, valid, filter) };
-                let hit = _mm256_movemask_pd(_mm256_castsi256_pd(hit)) as u64;
-                *lane_hit |= hit << group;
+                *lane_hit = _mm256_or_si256(*lane_hit, _mm256_and_si256(hit, at));
             }
-            group += 4;
         }
-        // Lane i is the piece at the i-th set bit of the starts but the last.
-        let last = starts.checked_ilog2().unwrap_or(0);
-        let piece_starts = starts & !(1u64 << last);
-        lane_hits.map(|l| _pdep_u64(l, piece_starts))
+        // The four lanes' bits together.
+        lane_hits.map(|l| {
+            let x = _mm_or_si128(_mm256_castsi256_si128(l), _mm256_extracti128_si256::<1>(l));
+            _mm_cvtsi128_si64(_mm_or_si128(x, _mm_unpackhi_epi64(x, x))) as u64
+        })
     }
 }
 
