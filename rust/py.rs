@@ -147,6 +147,17 @@ fn decode_utf8<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyStri
     }
 }
 
+/// `data.count(b"\n")`, without `bytes.count`'s restart at every hit.
+#[pyfunction]
+#[pyo3(signature = (data, /))]
+fn count_newlines(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<usize> {
+    let source = ByteSource::new(data, "count_newlines")?;
+    let bytes = source.as_slice();
+    Ok(maybe_detach(py, bytes.len(), || {
+        text::count_newlines(bytes)
+    }))
+}
+
 #[pyfunction]
 #[pyo3(signature = (data, /))]
 fn detect_type(data: &Bound<'_, PyAny>) -> PyResult<Option<&'static str>> {
@@ -370,8 +381,8 @@ fn validate_pairing(
 mod _core {
     #[pymodule_export]
     use super::{
-        check_text, detect_type, encodings, estimate_batch, estimate_tokens, select_largest,
-        validate_pairing, validate_text,
+        check_text, count_newlines, detect_type, encodings, estimate_batch, estimate_tokens,
+        select_largest, validate_pairing, validate_text,
     };
     #[pymodule_export]
     use crate::py_prefix::unchanged_prefix;

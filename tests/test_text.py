@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ctxbudget import BinaryContentError, check_text, detect_type, validate_text
+from ctxbudget._core import count_newlines
 
 
 def first_bad_offset(data: bytes) -> int | None:
@@ -168,3 +169,13 @@ def test_bad_bytes_inside_text(text: str, junk: bytes, at: int) -> None:
         assert expected is None
     except BinaryContentError as err:
         assert err.offset == expected
+
+
+@given(st.binary(max_size=20_000), st.sampled_from([bytes, bytearray, memoryview]))
+def test_count_newlines_is_bytes_count(data: bytes, kind: type) -> None:
+    assert count_newlines(kind(data)) == data.count(b"\n")
+
+
+def test_count_newlines_of_a_large_text_of_short_lines() -> None:
+    data = b"ok\n" * 1_000_000 + b"\n" * 70_000 + b"tail"
+    assert count_newlines(data) == data.count(b"\n")
