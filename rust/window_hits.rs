@@ -177,17 +177,7 @@ mod avx2 {
     use std::arch::x86_64::*;
 
     use crate::avx2::{hash4, probe, slots};
-    use crate::window_cost::{SHORT, SPAN};
-
-    /// The eight bytes of `span` from `at` (below 72) as a little-endian number.
-    #[allow(clippy::inline_always)] // hot path; measurably faster inlined
-    #[inline(always)]
-    fn read8(span: &[u8; SPAN], at: u32) -> i64 {
-        let at = (at as usize).min(SPAN - 8);
-        let mut bytes = [0u8; 8];
-        bytes.copy_from_slice(&span[at..at + 8]);
-        i64::from_le_bytes(bytes)
-    }
+    use crate::window_cost::{load16, SHORT, SPAN};
 
     /// [`window_hits`](super::window_hits), four pieces at a time.
     ///
@@ -205,7 +195,7 @@ mod avx2 {
             _mm256_setzero_si256(),
             _mm256_set1_epi64x(i64::from(SHORT) + 1),
         );
-        let (eight, sixty_four) = (_mm256_set1_epi64x(8), _mm256_set1_epi64x(64));
+        let (eight, one_two_eight) = (_mm256_set1_epi64x(8), _mm256_set1_epi64x(128));
         // Per model, each lane's hits as bits at the pieces' starts (no `pdep`: microcoded and
         // slow on AMD before Zen 3).
         let mut lane_hits = [_mm256_setzero_si256(); N];
@@ -221,8 +211,8 @@ mod avx2 {
                     rest.trailing_zeros()
                 };
                 rest &= rest.wrapping_sub(1);
-                lo[q] = read8(span, start);
-                hi[q] = read8(span, start + 8);
+                let bytes = load16(span, start);
+                (lo[q], hi[q]) = (bytes as i64, (bytes >> 64) as i64);
                 len[q] = i64::from(end - start);
                 at[q] = 1 << start;
                 start = end;
@@ -240,10 +230,7 @@ mod avx2 {
             let bits = _mm256_mul_epu32(len, eight);
             let lo = _mm256_andnot_si256(_mm256_sllv_epi64(ones, bits), lo);
             let hi = _mm256_and_si256(
-                _mm256_srlv_epi64(
-                    ones,
-                    _mm256_sub_epi64(_mm256_slli_epi64::<1>(sixty_four), bits),
-                ),
+                _mm256_srlv_epi64(ones, _mm256_sub_epi64(one_two_eight, bits)),
                 hi,
             );
             // 1 to SHORT bytes.
