@@ -385,7 +385,7 @@ mod _core {
         select_largest, validate_pairing, validate_text,
     };
     #[pymodule_export]
-    use crate::py_prefix::unchanged_prefix;
+    use crate::py_prefix::{unchanged_prefix, DictVersions};
     #[pymodule_export]
     use crate::py_weigh::weigh_messages;
 }

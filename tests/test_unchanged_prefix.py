@@ -8,12 +8,14 @@ stale count, so the cases where a caller replaced something are the ones that ma
 from __future__ import annotations
 
 import random
+import sys
+import sysconfig
 from itertools import repeat
 from typing import Any
 
 import pytest
 
-from ctxbudget._core import unchanged_prefix
+from ctxbudget._core import DictVersions, unchanged_prefix
 from tests import reference
 
 KEYS = ("content", "tool_calls", "reasoning_content")
@@ -198,3 +200,98 @@ def test_random_edits_match_the_reference() -> None:
             else:
                 messages.append({"role": "user", "content": "appended"})
         _both(messages, previous, refs)
+
+
+def test_dict_versions_are_read_where_cpython_keeps_them() -> None:
+    kept = (
+        sys.implementation.name == "cpython"
+        and (3, 10) <= sys.version_info[:2] <= (3, 13)
+        and not sysconfig.get_config_var("Py_GIL_DISABLED")
+    )
+    assert DictVersions.supported is kept
+
+
+class _CountedEq(str):
+    """A saved field equal to the message's, but not the same object: each check of it
+    calls ``==``, which is counted."""
+
+    calls = 0
+
+    def __eq__(self, other: object) -> bool:
+        type(self).calls += 1
+        return str.__eq__(self, other)
+
+    __hash__ = str.__hash__
+
+
+def test_versions_skip_the_fields_of_dicts_not_changed_since() -> None:
+    previous = _history(8)
+    refs = _refs(previous)
+    refs[0][5] = _CountedEq(previous[5]["content"])
+    seen = DictVersions()
+    _CountedEq.calls = 0
+    for _ in range(3):
+        assert unchanged_prefix(previous, previous, refs, KEYS, seen) == 8
+    assert len(seen) == 8
+    expected = 1 if DictVersions.supported else 3  # looked up again only without versions
+    assert _CountedEq.calls == expected
+    previous[5]["role"] = "system"  # a change to the dict, not to its fields: looked up again
+    assert unchanged_prefix(previous, previous, refs, KEYS, seen) == 8
+    assert _CountedEq.calls == expected + 1
+    assert unchanged_prefix(previous, previous, refs, KEYS) == 8  # without: every time
+    assert _CountedEq.calls == expected + 2
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda m: m.__setitem__("content", "replaced"),
+        lambda m: m.__setitem__("tool_calls", [{"id": "other"}]),
+        lambda m: m.__setitem__("reasoning_content", "new thought"),
+        lambda m: m.pop("content"),
+        lambda m: m.update(content="updated"),
+        lambda m: m.clear(),
+    ],
+    ids=["content", "tool_calls", "added-field", "removed-field", "update", "clear"],
+)
+def test_a_dict_edited_in_place_is_noticed_after_versions_were_kept(edit: Any) -> None:
+    previous = _history(30)
+    refs = _refs(previous)
+    seen = DictVersions()
+    messages = list(previous)  # the same dicts: the case versions speed up
+    for _ in range(2):
+        assert _both(messages, previous, refs) == 30
+        assert unchanged_prefix(messages, previous, refs, KEYS, seen) == 30
+    edit(messages[17])
+    assert unchanged_prefix(messages, previous, refs, KEYS, seen) == 0
+    assert len(seen) == 0
+    assert _both(messages, previous, refs) == 0
+
+
+def test_random_edits_in_place_match_the_reference_across_turns() -> None:
+    """A cache's life: each turn checks the list against what it saved, with one
+    DictVersions kept throughout, then saves the list as it is; between turns, messages are
+    appended, replaced, or edited in place (the same dict objects)."""
+    rng = random.Random(11)
+    for _ in range(200):
+        messages = _history(rng.randrange(1, 10))
+        previous, refs, seen = list(messages), _refs(messages), DictVersions()
+        for _ in range(12):
+            for _ in range(rng.randrange(0, 3)):
+                i = rng.randrange(len(messages))
+                action = rng.randrange(6)
+                if action == 0:
+                    messages[i]["content"] = f"edited {rng.random()}"
+                elif action == 1:
+                    messages[i]["role"] = "system"
+                elif action == 2:
+                    messages[i].pop("tool_calls", None)
+                elif action == 3:
+                    messages[i] = {**messages[i]}
+                elif action == 4:
+                    messages[i]["content"] = "".join(["message ", str(i)])  # equal, new
+                else:
+                    messages.append({"role": "user", "content": "appended"})
+            want = reference.unchanged_prefix(messages, previous, refs, KEYS)
+            assert unchanged_prefix(messages, previous, refs, KEYS, seen) == want
+            previous, refs = list(messages), _refs(messages)

@@ -1,12 +1,13 @@
 """Type stubs for the Rust core. Kept in sync with rust/py.rs (checked by mypy.stubtest)."""
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, final
 
 import numpy as np
 import numpy.typing as npt
 
 __all__ = [
+    "DictVersions",
     "check_text",
     "count_newlines",
     "detect_type",
@@ -49,6 +50,17 @@ def select_largest(
 def validate_pairing(
     events: Iterable[tuple[int, int | str, str]], /
 ) -> list[tuple[str, str, list[int]]]: ...
+
+@final
+class DictVersions:
+    supported: bool
+    def __init__(self) -> None: ...
+    def __len__(self) -> int: ...
+
 def unchanged_prefix(
-    messages: list[Any], previous: list[Any], refs: list[list[Any]], keys: tuple[str, ...]
+    messages: list[Any],
+    previous: list[Any],
+    refs: list[list[Any]],
+    keys: tuple[str, ...],
+    seen: DictVersions | None = None,
 ) -> int: ...

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ctxbudget._core import unchanged_prefix
+from ctxbudget._core import DictVersions, unchanged_prefix
 from ctxbudget.pairing import EventKind, PairingViolation, validate_pairing
 from ctxbudget.turns import (
     content_keys,
@@ -49,6 +49,7 @@ class GrowingPairing:
         self._fmt: str | None = None
         self._msgs: list[Any] = []
         self._refs: list[list[Any]] = []  # per content field, its object in each of _msgs
+        self._versions = DictVersions()  # of _msgs, when their fields last matched _refs
         self._events: dict[str, list[tuple[int, int]]] = {}  # call id -> (position, kind)
         self._found: dict[str, list[PairingViolation]] = {}  # call id -> its violations
 
@@ -89,7 +90,7 @@ class GrowingPairing:
             return 0
         n = len(self._msgs)
         keys = content_keys(fmt)
-        if n and unchanged_prefix(msgs, self._msgs, self._refs, keys) == n:
+        if n and unchanged_prefix(msgs, self._msgs, self._refs, keys, self._versions) == n:
             return n  # the common case, in one pass over the dicts: the list grew
         k = 0
         for i, (a, b) in enumerate(zip(msgs, self._msgs, strict=False)):

@@ -41,7 +41,7 @@ from functools import partial
 from itertools import repeat
 from typing import Any
 
-from ctxbudget._core import unchanged_prefix, weigh_messages
+from ctxbudget._core import DictVersions, unchanged_prefix, weigh_messages
 from ctxbudget.counting import Accuracy, encoding_for_model
 from ctxbudget.formats.common import _genai_to_dict
 from ctxbudget.formats.detect import NOTHING_SEEN, SeenFits, narrow_fits, pick_format
@@ -669,6 +669,7 @@ class RequestEstimator:
     def _reset(self) -> None:
         self._msgs: list[Any] = []
         self._refs: list[list[Any]] = []
+        self._versions = DictVersions()  # of _msgs, when their fields last matched _refs
         self._acc: tuple[float, ...] = (0.0, 0.0, 0.0, 0.0, 1.0)
         self._per_message: list[int] = []
         self._weighed: list[_Weighed] = []
@@ -816,7 +817,7 @@ class RequestEstimator:
         keys = _FAST_KEYS[fmt]
         if self._seen_edits != self._edits[0]:  # a message was invalidated: re-sum
             self._msgs, self._seen_edits = [], self._edits[0]
-        k = unchanged_prefix(msgs, self._msgs, self._refs, keys)
+        k = unchanged_prefix(msgs, self._msgs, self._refs, keys, self._versions)
         if k:  # unchanged prefix: start from its running sums
             acc = list(self._acc)
             per_message = self._per_message

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from itertools import repeat
 from typing import Any, Literal
 
-from ctxbudget._core import unchanged_prefix
+from ctxbudget._core import DictVersions, unchanged_prefix
 from ctxbudget.formats.common import as_mapping as _as_mapping
 from ctxbudget.messages import FORMATS, MessageFormatError, validate_messages
 from ctxbudget.pairing import PairingViolation, validate_pairing
@@ -277,7 +277,7 @@ class ScanCache:
             (the same objects, with the same content fields); 0 when not known.
     """
 
-    __slots__ = ("_by_id", "_infos", "_msgs", "_refs", "fmt", "prefix", "scans")
+    __slots__ = ("_by_id", "_infos", "_msgs", "_refs", "_versions", "fmt", "prefix", "scans")
 
     def __init__(self, fmt: str) -> None:
         if fmt not in FORMATS:
@@ -286,6 +286,7 @@ class ScanCache:
         self._by_id: dict[int, tuple[Any, tuple[Any, ...], MessageInfo]] = {}
         self._msgs: list[Any] = []
         self._refs: list[list[Any]] = []
+        self._versions = DictVersions()  # of _msgs, when their fields last matched _refs
         self._infos: list[MessageInfo] = []
         self.scans = 0
         self.prefix = 0
@@ -294,7 +295,7 @@ class ScanCache:
         """Infos of ``messages``, in order; forgets messages no longer present."""
         msgs = list(messages)
         keys = _CONTENT_KEYS[self.fmt]
-        k = unchanged_prefix(msgs, self._msgs, self._refs, keys)
+        k = unchanged_prefix(msgs, self._msgs, self._refs, keys, self._versions)
         self.scans += 1
         self.prefix = k
         if k:
