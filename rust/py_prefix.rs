@@ -16,7 +16,7 @@
 
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::types::{PyDict, PyList, PyTuple, PyType};
 
 /// What a cache remembers of the messages [`unchanged_prefix`] found unchanged, to skip
 /// their fields next time: per index, the message dict's address and its version when its
@@ -42,6 +42,13 @@ impl DictVersions {
 
     fn __len__(&self) -> usize {
         self.seen.len()
+    }
+
+    /// Copied or pickled empty: versions belong to this process's dicts, and a copy of a
+    /// cache holds copies of them (with versions of their own). Empty, the next check looks
+    /// the fields up, which is always right.
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> (Bound<'py, PyType>, ()) {
+        (slf.get_type(), ())
     }
 }
 

@@ -7,6 +7,8 @@ stale count, so the cases where a caller replaced something are the ones that ma
 
 from __future__ import annotations
 
+import copy
+import pickle
 import random
 import sys
 import sysconfig
@@ -16,6 +18,7 @@ from typing import Any
 import pytest
 
 from ctxbudget._core import DictVersions, unchanged_prefix
+from ctxbudget.turns import ScanCache
 from tests import reference
 
 KEYS = ("content", "tool_calls", "reasoning_content")
@@ -295,3 +298,16 @@ def test_random_edits_in_place_match_the_reference_across_turns() -> None:
             want = reference.unchanged_prefix(messages, previous, refs, KEYS)
             assert unchanged_prefix(messages, previous, refs, KEYS, seen) == want
             previous, refs = list(messages), _refs(messages)
+
+
+def test_a_cache_copies_and_pickles_with_its_versions_left_behind() -> None:
+    previous = _history(5)
+    seen = DictVersions()
+    assert unchanged_prefix(previous, previous, _refs(previous), KEYS, seen) == 5
+    assert len(seen) == 5
+    for twin in (copy.copy(seen), copy.deepcopy(seen), pickle.loads(pickle.dumps(seen))):
+        assert type(twin) is DictVersions and len(twin) == 0
+    cache = ScanCache("openai_chat")
+    cache.scan(previous)
+    again = pickle.loads(pickle.dumps(copy.deepcopy(cache)))
+    assert again.scan(previous) == cache.scan(previous)
