@@ -32,6 +32,8 @@ mod py_anthropic;
 #[cfg(feature = "python")]
 mod py_chat;
 #[cfg(feature = "python")]
+mod py_dict_versions;
+#[cfg(feature = "python")]
 mod py_gemini;
 #[cfg(feature = "python")]
 mod py_prefix;

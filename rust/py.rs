@@ -385,7 +385,9 @@ mod _core {
         select_largest, validate_pairing, validate_text,
     };
     #[pymodule_export]
-    use crate::py_prefix::{unchanged_prefix, DictVersions};
+    use crate::py_dict_versions::DictVersions;
+    #[pymodule_export]
+    use crate::py_prefix::unchanged_prefix;
     #[pymodule_export]
     use crate::py_weigh::weigh_messages;
 }

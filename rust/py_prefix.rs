@@ -7,66 +7,14 @@
 //! cost. Here it is one loop over the messages with no list built, comparing pointers; only
 //! objects that are not the same ones are compared with `==`.
 //!
-//! A cache that passes a [`DictVersions`] skips even the field lookups of the messages it
-//! checked before: `CPython` gives every dict a version number, unique in the process and
-//! renewed by each change to the dict (PEP 509; a private field of 3.10-3.13, gone in
-//! 3.14). The same dict at the same version still holds the objects its fields were checked
-//! against. Where the field is missing (3.14, `PyPy`, free-threaded builds), every message is
-//! looked up, as without it.
+//! A cache that passes a [`DictVersions`] skips even the field lookups of a message that is
+//! the same dict, unchanged since its fields last matched (see [`crate::py_dict_versions`]).
 
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyTuple, PyType};
+use pyo3::types::{PyDict, PyList, PyTuple};
 
-/// What a cache remembers of the messages [`unchanged_prefix`] found unchanged, to skip
-/// their fields next time: per index, the message dict's address and its version when its
-/// fields last matched the saved ones. Kept beside the cache's saved messages and fields.
-#[pyclass(module = "ctxbudget._core")]
-#[derive(Default)]
-pub struct DictVersions {
-    seen: Vec<(usize, u64)>,
-}
-
-#[pymethods]
-impl DictVersions {
-    #[new]
-    fn new() -> Self {
-        Self::default()
-    }
-
-    /// Whether this interpreter has dict versions: if not, every check looks fields up.
-    #[classattr]
-    fn supported(py: Python<'_>) -> bool {
-        version(PyDict::new(py).as_ptr()).is_some()
-    }
-
-    fn __len__(&self) -> usize {
-        self.seen.len()
-    }
-
-    /// Copied or pickled empty: versions belong to this process's dicts, and a copy of a
-    /// cache holds copies of them (with versions of their own). Empty, the next check looks
-    /// the fields up, which is always right.
-    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> (Bound<'py, PyType>, ()) {
-        (slf.get_type(), ())
-    }
-}
-
-/// The dict's version number, on the interpreters that keep one (`CPython` 3.10-3.13 with
-/// the GIL; `cfg`s from `build.rs`).
-#[cfg(not(any(Py_3_14, PyPy, GraalPy, RustPython, Py_LIMITED_API, Py_GIL_DISABLED)))]
-#[allow(deprecated)] // deprecated from 3.12 on, and there up to 3.13
-#[allow(clippy::unnecessary_wraps)] // None where the field is not
-fn version(d: *mut ffi::PyObject) -> Option<u64> {
-    // SAFETY: the caller passes a live dict (or a subclass: the same layout first), read
-    // under the GIL.
-    Some(unsafe { (*d.cast::<ffi::PyDictObject>()).ma_version_tag })
-}
-
-#[cfg(any(Py_3_14, PyPy, GraalPy, RustPython, Py_LIMITED_API, Py_GIL_DISABLED))]
-fn version(_d: *mut ffi::PyObject) -> Option<u64> {
-    None
-}
+use crate::py_dict_versions::{record, version, DictVersions, Mark, MARK_KEYS};
 
 /// `a == b` for two objects that are not the same one (the caller checked identity).
 fn equal(py: Python<'_>, a: *mut ffi::PyObject, b: *mut ffi::PyObject) -> PyResult<bool> {
@@ -96,8 +44,8 @@ fn item(list: &Bound<'_, PyList>, i: usize) -> Option<*mut ffi::PyObject> {
 /// every message again, which is always right.
 ///
 /// With `seen`, a message that is the same dict as before, at the version it had when its
-/// fields last matched, is not looked up again; `seen` is updated for the next call (and
-/// emptied when the answer is 0). It must be used with one cache's saved lists only.
+/// fields last matched the same saved references by identity, is not looked up again; `seen`
+/// is updated for the next call. The answer is the same with or without it.
 ///
 /// Errors raised by a comparison (a caller's `__eq__`) propagate.
 #[pyfunction]
@@ -108,21 +56,19 @@ pub fn unchanged_prefix(
     previous: &Bound<'_, PyList>,
     refs: &Bound<'_, PyList>,
     keys: &Bound<'_, PyTuple>,
-    seen: Option<PyRefMut<'_, DictVersions>>,
+    seen: Option<&Bound<'_, DictVersions>>,
 ) -> PyResult<usize> {
-    let Some(mut seen) = seen else {
-        return check(
-            py,
-            messages,
-            previous,
-            refs,
-            keys,
-            &mut DictVersions::default(),
-        );
-    };
-    let k = check(py, messages, previous, refs, keys, &mut seen)?;
-    seen.seen.truncate(k);
-    Ok(k)
+    // Taken out, not borrowed, while the check runs a caller's `__eq__` (which may use the
+    // same cache again).
+    let mut marks = seen
+        .map(|s| DictVersions::take(s, keys))
+        .unwrap_or_default();
+    let k = check(py, messages, previous, refs, keys, &mut marks);
+    if let (Some(seen), Ok(k)) = (seen, &k) {
+        marks.truncate(*k);
+        DictVersions::put(seen, keys, marks);
+    }
+    k
 }
 
 fn check(
@@ -131,7 +77,7 @@ fn check(
     previous: &Bound<'_, PyList>,
     refs: &Bound<'_, PyList>,
     keys: &Bound<'_, PyTuple>,
-    seen: &mut DictVersions,
+    marks: &mut Vec<Mark>,
 ) -> PyResult<usize> {
     let k = previous.len();
     if k == 0 || messages.len() < k || refs.len() != keys.len() {
@@ -158,15 +104,19 @@ fn check(
             return Ok(0);
         };
         // Read before the lookups, which may run Python code that changes the dict.
-        let mark = if same {
-            version(before).map(|v| (before as usize, v))
-        } else {
-            None
-        };
-        if mark.is_some() && seen.seen.get(i) == mark.as_ref() {
-            continue;
+        let version = if same { version(before) } else { None };
+        if let (Some(v), Some(mark)) = (version, marks.get(i)) {
+            if mark.dict == before as usize && mark.version == v && same_refs(&saved, i, mark) {
+                continue;
+            }
         }
-        for (key, list) in keys.iter().zip(&saved) {
+        let mut mark = Mark {
+            dict: before as usize,
+            version: version.unwrap_or_default(),
+            refs: [0; MARK_KEYS],
+        };
+        let mut identical = version.is_some() && keys.len() <= MARK_KEYS;
+        for (j, (key, list)) in keys.iter().zip(&saved).enumerate() {
             // SAFETY: `d` is a live dict and `key` a live object, under the GIL. The lookup
             // may run Python code (the `__eq__` of a key with the same hash), so the saved
             // reference is read after it; the value is borrowed from the dict and compared
@@ -185,22 +135,25 @@ fn check(
                 if saved_ref != unsafe { ffi::Py_None() } {
                     return Ok(0);
                 }
-            } else if value != saved_ref && !equal(py, value, saved_ref)? {
-                return Ok(0);
+            } else if value != saved_ref {
+                identical = false;
+                if !equal(py, value, saved_ref)? {
+                    return Ok(0);
+                }
+            }
+            if let Some(slot) = mark.refs.get_mut(j) {
+                *slot = saved_ref as usize;
             }
         }
-        seen.record(i, mark);
+        record(marks, i, identical.then_some(mark));
     }
     Ok(k)
 }
 
-impl DictVersions {
-    /// Remember message `i`'s mark (or that it has none) after its fields matched.
-    fn record(&mut self, i: usize, mark: Option<(usize, u64)>) {
-        let mark = mark.unwrap_or((0, 0)); // address 0 is no message's
-        match self.seen.get_mut(i) {
-            Some(slot) => *slot = mark,
-            None => self.seen.push(mark),
-        }
-    }
+/// Whether the saved references of message `i` are the objects `mark` holds.
+fn same_refs(saved: &[Bound<'_, PyList>], i: usize, mark: &Mark) -> bool {
+    saved
+        .iter()
+        .zip(mark.refs)
+        .all(|(list, r)| item(list, i) == Some(r as *mut ffi::PyObject))
 }

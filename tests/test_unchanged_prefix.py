@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from ctxbudget._core import DictVersions, unchanged_prefix
+from ctxbudget.request import RequestEstimator
 from ctxbudget.turns import ScanCache
 from tests import reference
 
@@ -214,35 +215,115 @@ def test_dict_versions_are_read_where_cpython_keeps_them() -> None:
     assert DictVersions.supported is kept
 
 
-class _CountedEq(str):
-    """A saved field equal to the message's, but not the same object: each check of it
-    calls ``==``, which is counted."""
+class _CountedKey:
+    """A dict key with the hash of "content": each lookup of "content" in a dict holding it
+    calls its ``==``, which is counted."""
 
     calls = 0
 
+    def __hash__(self) -> int:
+        return hash("content")
+
     def __eq__(self, other: object) -> bool:
         type(self).calls += 1
-        return str.__eq__(self, other)
-
-    __hash__ = str.__hash__
+        return False
 
 
-def test_versions_skip_the_fields_of_dicts_not_changed_since() -> None:
+def test_versions_skip_the_lookups_of_dicts_not_changed_since() -> None:
     previous = _history(8)
+    previous[5] = {_CountedKey(): 0, **previous[5]}
     refs = _refs(previous)
-    refs[0][5] = _CountedEq(previous[5]["content"])
+    _CountedKey.calls = 0
+    previous[5].get("content")
+    lookup = _CountedKey.calls  # 1, or 2 where the probe sequence meets the key twice
+    assert lookup >= 1
     seen = DictVersions()
-    _CountedEq.calls = 0
+    _CountedKey.calls = 0
     for _ in range(3):
         assert unchanged_prefix(previous, previous, refs, KEYS, seen) == 8
     assert len(seen) == 8
-    expected = 1 if DictVersions.supported else 3  # looked up again only without versions
-    assert _CountedEq.calls == expected
+    looked_up = 1 if DictVersions.supported else 3  # again only without versions
+    assert _CountedKey.calls == looked_up * lookup
     previous[5]["role"] = "system"  # a change to the dict, not to its fields: looked up again
     assert unchanged_prefix(previous, previous, refs, KEYS, seen) == 8
-    assert _CountedEq.calls == expected + 1
+    assert _CountedKey.calls == (looked_up + 1) * lookup
     assert unchanged_prefix(previous, previous, refs, KEYS) == 8  # without: every time
-    assert _CountedEq.calls == expected + 2
+    assert _CountedKey.calls == (looked_up + 2) * lookup
+    # A saved field equal to the message's but not the same object: compared every time.
+    refs[0][5] = "".join(["message ", "5"])
+    for n in range(2):
+        assert unchanged_prefix(previous, previous, refs, KEYS, seen) == 8
+        assert _CountedKey.calls == (looked_up + 3 + n) * lookup
+
+
+def test_a_field_matched_by_equality_and_then_edited_in_place_is_noticed() -> None:
+    m: dict[str, Any] = {"role": "user", "content": [{"type": "text", "text": "a"}]}
+    refs = [[m["content"]], [None], [None]]
+    seen = DictVersions()
+    assert unchanged_prefix([m], [m], refs, KEYS, seen) == 1
+    m["content"] = copy.deepcopy(m["content"])  # equal, not the same list
+    assert unchanged_prefix([m], [m], refs, KEYS, seen) == 1
+    m["content"].append({"type": "text", "text": "b"})  # no longer equal to the saved one
+    assert reference.unchanged_prefix([m], [m], refs, KEYS) == 0
+    assert unchanged_prefix([m], [m], refs, KEYS, seen) == 0
+
+
+def test_one_dict_versions_shared_by_two_caches_gives_each_its_own_answer() -> None:
+    """Two caches (a shallow copy of one shares its DictVersions) whose saved fields differ:
+    marks made against one's saved references are not used for the other's."""
+    m: dict[str, Any] = {"role": "user", "content": "old " * 10}
+    old_refs = [[m["content"]], [None], [None]]
+    seen = DictVersions()
+    assert unchanged_prefix([m], [m], old_refs, KEYS, seen) == 1
+    m["content"] = "new " * 10
+    new_refs = [[m["content"]], [None], [None]]
+    assert unchanged_prefix([m], [m], new_refs, KEYS, seen) == 1  # marks m as it is now
+    assert unchanged_prefix([m], [m], old_refs, KEYS, seen) == 0  # the other cache's view
+    assert unchanged_prefix([m], [m], new_refs, KEYS, seen) == 1
+    assert unchanged_prefix([m], [m], old_refs, KEYS, seen) == 0
+
+
+def test_a_shallow_copy_of_an_estimator_counts_an_edit_as_a_fresh_one_does() -> None:
+    m = {"role": "user", "content": "hi"}
+    a = RequestEstimator("gpt-4o", format="openai_chat")
+    a.estimate([m])
+    b = copy.copy(a)
+    m["content"] = "word " * 2000
+    a.estimate([m])
+    a.estimate([m])
+    fresh = RequestEstimator("gpt-4o", format="openai_chat").estimate([m]).total
+    assert b.estimate([m]).total == fresh
+
+
+def test_marks_made_for_other_keys_are_not_used() -> None:
+    m: dict[str, Any] = {"role": "user", "content": "a" * 20, "parts": "x" * 20}
+    saved = [[m["content"]]]
+    seen = DictVersions()
+    for _ in range(2):
+        assert unchanged_prefix([m], [m], saved, ("content",), seen) == 1
+    # The same dict, version and saved object, asked about another field: "parts" is not
+    # the saved object, whatever was found for "content".
+    assert unchanged_prefix([m], [m], saved, ("parts",), seen) == 0
+    assert unchanged_prefix([m], [m], [[m["parts"]]], ("parts",), seen) == 1
+
+
+def test_an_instance_dict_edited_through_its_attributes_is_noticed() -> None:
+    """An object's ``__dict__`` as a message: on Python 3.13 setting an attribute changes
+    it without a new version, so such dicts are never marked."""
+
+    class Holder:
+        pass
+
+    holder = Holder()
+    holder.role = "user"  # type: ignore[attr-defined]
+    holder.content = "a"  # type: ignore[attr-defined]
+    m = vars(holder)
+    refs = _refs([m])
+    seen = DictVersions()
+    for _ in range(2):
+        assert unchanged_prefix([m], [m], refs, KEYS, seen) == 1
+    holder.content = "edited"  # type: ignore[attr-defined]
+    assert unchanged_prefix([m], [m], refs, KEYS, seen) == 0
 
 
 @pytest.mark.parametrize(
