@@ -42,6 +42,20 @@ def test_fresh_tail_matches_the_reference(
     assert fresh_tail(sizes, users, cfg, usable) == expected
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    sizes=st.lists(st.integers(-200, 3_000), max_size=60),
+    usable=st.integers(0, 60_000),
+)
+def test_token_tail_matches_the_reference_with_any_counts(sizes: list[int], usable: int) -> None:
+    """The tokens-only tail (no turn floor), also for counts a custom framing profile could
+    make negative, where the running sums are not ordered."""
+    cfg = PruneConfig(min_turns=0)
+    kinds = ["assistant"] * len(sizes)
+    expected = reference.fresh_tail(sizes, kinds, cfg.tail_tokens(usable), 0, float("inf"))
+    assert fresh_tail(sizes, [], cfg, usable) == expected
+
+
 @pytest.mark.parametrize("fraction", [0.57, 0.58, 0.29])
 def test_fresh_tail_cap_just_below_a_whole_number(fraction: float) -> None:
     # usable * fraction is 56999.999... and the like: the floor must not protect one token

@@ -57,6 +57,7 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate, islice
+from operator import itemgetter
 from typing import Any, Literal
 
 from ctxbudget.budget import ContextWindowBudget
@@ -413,13 +414,17 @@ class Pruner:
         stubs: dict[int, dict[int, tuple[StubKind, int, str]]] = {}
         old_total = 0
         old: list[Candidate] = []
-        for c in index.candidates:
-            i = c[0]
-            if i in abandoned:
-                stubs.setdefault(i, {})[c[1]] = ("interrupted", c[2], c[3])
-            elif i < tail:
-                old.append(c)
-                old_total += c[2]
+        if abandoned:
+            for c in index.candidates:
+                i = c[0]
+                if i in abandoned:
+                    stubs.setdefault(i, {})[c[1]] = ("interrupted", c[2], c[3])
+                elif i < tail:
+                    old.append(c)
+                    old_total += c[2]
+        else:  # the candidates are in conversation order: those before the tail lead
+            old = index.candidates[: bisect_left(index.candidates, tail, key=itemgetter(0))]
+            old_total = sum(map(itemgetter(2), old))
         if old and (old_total > cfg.threshold_tokens(usable) or not fits_before):
             for i, slot, tokens, text in old:
                 stubs.setdefault(i, {})[slot] = ("old", tokens, text)
