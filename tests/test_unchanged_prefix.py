@@ -12,6 +12,7 @@ import pickle
 import random
 import sys
 import sysconfig
+from collections.abc import Callable
 from itertools import repeat
 from typing import Any
 
@@ -45,22 +46,28 @@ def _both(messages: list[Any], previous: list[Any], refs: list[list[Any]]) -> in
     return got
 
 
+#: Edits that replace, add or remove a content field of a message dict, by name.
+FIELD_EDITS: dict[str, Callable[[dict[str, Any]], object]] = {
+    "content": lambda m: m.__setitem__("content", "replaced"),
+    "tool_calls": lambda m: m.__setitem__("tool_calls", [{"id": "other"}]),
+    "added-field": lambda m: m.__setitem__("reasoning_content", "new thought"),
+    "removed-field": lambda m: m.pop("content"),
+}
+#: The same, and dict methods that change several fields at once.
+IN_PLACE_EDITS = {
+    **FIELD_EDITS,
+    "update": lambda m: m.update(content="updated"),
+    "clear": lambda m: m.clear(),
+}
+
+
 def test_appended_list_keeps_the_prefix() -> None:
     previous = _history(30)
     assert _both([*previous, {"role": "user", "content": "next"}], previous, _refs(previous)) == 30
     assert _both(list(previous), previous, _refs(previous)) == 30
 
 
-@pytest.mark.parametrize(
-    "edit",
-    [
-        lambda m: m.__setitem__("content", "replaced"),
-        lambda m: m.__setitem__("tool_calls", [{"id": "other"}]),
-        lambda m: m.__setitem__("reasoning_content", "new thought"),
-        lambda m: m.pop("content"),
-    ],
-    ids=["content", "tool_calls", "added-field", "removed-field"],
-)
+@pytest.mark.parametrize("edit", list(FIELD_EDITS.values()), ids=list(FIELD_EDITS))
 def test_a_replaced_field_is_noticed(edit: Any) -> None:
     previous = _history(30)
     refs = _refs(previous)
@@ -326,18 +333,7 @@ def test_an_instance_dict_edited_through_its_attributes_is_noticed() -> None:
     assert unchanged_prefix([m], [m], refs, KEYS, seen) == 0
 
 
-@pytest.mark.parametrize(
-    "edit",
-    [
-        lambda m: m.__setitem__("content", "replaced"),
-        lambda m: m.__setitem__("tool_calls", [{"id": "other"}]),
-        lambda m: m.__setitem__("reasoning_content", "new thought"),
-        lambda m: m.pop("content"),
-        lambda m: m.update(content="updated"),
-        lambda m: m.clear(),
-    ],
-    ids=["content", "tool_calls", "added-field", "removed-field", "update", "clear"],
-)
+@pytest.mark.parametrize("edit", list(IN_PLACE_EDITS.values()), ids=list(IN_PLACE_EDITS))
 def test_a_dict_edited_in_place_is_noticed_after_versions_were_kept(edit: Any) -> None:
     previous = _history(30)
     refs = _refs(previous)
