@@ -7,6 +7,7 @@ results and a call added after the result it answers.
 
 from __future__ import annotations
 
+import copy
 import random
 from typing import Any
 
@@ -179,3 +180,28 @@ def test_a_call_id_lost_twice_is_checked_when_its_second_result_is_added() -> No
         prune(history, window=16_000, format="openai_chat")
     with pytest.raises(PairingError):
         kept.prune(history)
+
+
+def _old_stub_map(old: list[tuple[int, int, int, str]]) -> dict[int, dict[int, Any]]:
+    built: dict[int, dict[int, Any]] = {}
+    for i, slot, tokens, text in old:
+        built.setdefault(i, {})[slot] = ("old", tokens, text)
+    return built
+
+
+def test_the_old_stub_map_builds_on_the_last_one_without_changing_it() -> None:
+    """Turn after turn the old outputs are the last turn's and a few more: the map of what to
+    stub is the last one plus those, and the dicts handed out last turn stay as they were
+    (the stubs made then hold them), even when a message gains a result."""
+    pruner = Pruner(16_000)
+    first = [(1, 0, 500, "a" * 2000), (3, 0, 600, "b" * 2000)]
+    made = pruner._old_stubs(first)
+    before = copy.deepcopy(made)
+    second = [*first, (3, 1, 700, "c" * 2000), (5, 0, 800, "d" * 2000)]
+    grown = pruner._old_stubs(second)
+    assert made == before
+    assert grown == _old_stub_map(second)
+    assert grown[1] is made[1]  # built on, not rebuilt
+    edited = [(1, 0, 500, "z" * 2000), *second[1:]]
+    assert pruner._old_stubs(edited) == _old_stub_map(edited)
+    assert pruner._old_stubs(first[:1]) == _old_stub_map(first[:1])  # fewer: rebuilt

@@ -317,6 +317,9 @@ class Pruner:
             tuple[int, tuple[tuple[int, StubKind, str | None, str | None], ...]],
             tuple[Any, Any, Any, tuple[tuple[str, str | None, int, int, StubKind], ...]],
         ] = {}
+        # The old outputs the last call stubbed, and what it made of them (see _old_stubs).
+        self._old_seen: tuple[list[Candidate], dict[int, dict[int, tuple[StubKind, int, str]]]]
+        self._old_seen = ([], {})
 
     def prune(
         self,
@@ -426,8 +429,13 @@ class Pruner:
             old = index.candidates[: bisect_left(index.candidates, tail, key=itemgetter(0))]
             old_total = sum(map(itemgetter(2), old))
         if old and (old_total > cfg.threshold_tokens(usable) or not fits_before):
-            for i, slot, tokens, text in old:
-                stubs.setdefault(i, {})[slot] = ("old", tokens, text)
+            if stubs:  # abandoned results are in it
+                for i, slot, tokens, text in old:
+                    stubs.setdefault(i, {})[slot] = ("old", tokens, text)
+            else:
+                stubs = self._old_stubs(old)
+        else:
+            self._old_seen = ([], {})  # holds the outputs' texts: not past their use
 
         # -- calls without any result (D4): the conversation moved on without them
         missing = unanswered_calls(index, run_start)
@@ -441,6 +449,24 @@ class Pruner:
             fmt, msgs, infos, view_scanner, index, earlier, stubs, missing, before, tail,
             system, tools, max_tokens, reason,
         )  # fmt: skip
+
+    def _old_stubs(self, old: list[Candidate]) -> dict[int, dict[int, tuple[StubKind, int, str]]]:
+        """What to stub for the old outputs ``old`` (slot -> ("old", tokens, text) per message
+        index). Turn after turn the old outputs are the last call's and a few more (the same
+        candidates, equal at least, in the same order: the map depends on nothing else), so
+        the last map is copied and only the new ones are added. Its per-message dicts are the
+        last call's own objects, which lets :meth:`_rewrite` see by identity that a stub it
+        made then is still wanted."""
+        seen, seen_map = self._old_seen
+        k = len(seen)
+        reuse = k > 0 and old[:k] == seen
+        stubs = dict(seen_map) if reuse else {}
+        for i, slot, tokens, text in old[k:] if reuse else old:
+            if i in stubs and stubs[i] is seen_map.get(i):
+                stubs[i] = dict(stubs[i])  # never change a dict the last map handed out
+            stubs.setdefault(i, {})[slot] = ("old", tokens, text)
+        self._old_seen = (old, stubs)
+        return stubs
 
     def _stubbed(
         self,
@@ -511,7 +537,7 @@ class Pruner:
         # the last call's stubs of messages it read, unchanged, when decided the same way
         for i, slots in sorted(stubs.items()):
             made = earlier.get(i)
-            if made is None or made[0] != slots:
+            if made is None or (made[0] is not slots and made[0] != slots):
                 new, done, fresh = self._stubbed(fmt, msgs[i], infos[i], slots, index.names)
                 changed = changed or fresh
                 made = (slots, new, tuple(PrunedOutput(i, *d) for d in done))
