@@ -1,5 +1,5 @@
 //! Build script: with the Python bindings, the target interpreter's version and kind as
-//! `cfg`s (`Py_3_14`, `PyPy`, `Py_GIL_DISABLED`, ...), which `rust/py_prefix.rs` reads.
+//! `cfg`s (`Py_3_14`, `PyPy`, `Py_GIL_DISABLED`, ...), which `rust/py_dict_versions.rs` reads.
 
 fn main() {
     #[cfg(feature = "python")]
