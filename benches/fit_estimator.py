@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import hashlib
 import os
 import re
 import struct
@@ -112,8 +113,13 @@ def rare_bigrams(docs: list[corpus.Doc]) -> list[int]:
 
 
 def helper() -> Path:
-    """Builds the helper (release) and returns the binary's path."""
-    target = Path(tempfile.gettempdir()) / "ctxbudget-fit-helper-target"
+    """Builds the helper (release) and returns the binary's path.
+
+    The build directory is this checkout's own: cargo copies a binary to ``release/`` only when
+    it rebuilds it, so with one directory for two checkouts (a worktree, say) the one fitted
+    second could run the other's helper."""
+    checkout = hashlib.sha256(str(ROOT).encode()).hexdigest()[:12]
+    target = Path(tempfile.gettempdir()) / f"ctxbudget-fit-helper-{checkout}"
     if not PROFILES.exists():
         PROFILES.write_text(PLACEHOLDER)
     for generated in (FILTERS, CHAR_COSTS):

@@ -117,6 +117,14 @@ def _read(path: Path) -> str | None:
         return None
 
 
+def _own(p: Path, root: Path) -> bool:
+    """Whether ``p`` belongs to ctxbudget itself (``ctxbudget/``, ``ctxbudget-*.dist-info``):
+    the corpus must not depend on whether or how ctxbudget is installed (a wheel brings its
+    modules, an editable install only its metadata, and either carries our README)."""
+    top = p.relative_to(root).parts[0]
+    return top.replace("-", ".").split(".")[0] == "ctxbudget"
+
+
 def _files(root: Path, patterns: tuple[str, ...], exclude: tuple[str, ...] = ()) -> list[Path]:
     out: set[Path] = set()
     if not root.exists():
@@ -124,7 +132,7 @@ def _files(root: Path, patterns: tuple[str, ...], exclude: tuple[str, ...] = ())
     for pat in patterns:
         for p in root.rglob(pat):
             s = str(p)
-            if p.is_file() and not any(x in s for x in exclude):
+            if p.is_file() and not any(x in s for x in exclude) and not _own(p, root):
                 out.add(p)
     return sorted(out)
 
