@@ -19,7 +19,7 @@
 
 use crate::conservative;
 use crate::greedy::merged_entry;
-pub use crate::greedy::{greedy_tokens, run_tokens};
+pub use crate::greedy::{greedy_tokens, merged_start_tokens, run_tokens};
 use crate::profiles;
 use crate::scan::{self, content, prefix, script, Dialect, Found, Kind, Piece, Step};
 use crate::vocab::{self, CharCosts, Filter, Vocab};
@@ -286,15 +286,18 @@ pub fn piece_length(p: &Piece, text: &[u8], m: &Model) -> u32 {
         Kind::Punct if p.shape & 2 != 0 => run_tokens(b, &m.vocab),
         Kind::Space if p.class == 0 => run_tokens(b, &m.vocab),
         Kind::Word if p.prefix == prefix::ASCII && p.class == script::ASCII => {
-            // An ASCII punctuation prefix of an ASCII word (`{visibility`, `"DataLake`) is rarely merged with
-            // the word: cost it as one token plus the bare word.
+            // An ASCII punctuation prefix of an ASCII word (`{visibility`, `"DataLake`): one
+            // token plus the bare word's, unless the vocabulary merges the prefix with the
+            // word's start into fewer (`/distro` is `/dist` + `ro` in cl100k).
             let rest = text
                 .get(p.end - word_bytes(p, b)..p.end)
                 .unwrap_or_default();
-            1 + if m.vocab.contains(vocab::hash(rest)) {
-                1
+            if m.vocab.contains(vocab::hash(rest)) {
+                // The whole piece is not one token (its caller looked it up), so two.
+                2
             } else {
-                word_tokens(p, rest, &m.vocab)
+                let apart = 1 + word_tokens(p, rest, &m.vocab);
+                merged_start_tokens(b, &m.vocab).map_or(apart, |merged| merged.min(apart))
             }
         }
         Kind::Word => word_tokens(p, b, &m.vocab),
@@ -808,6 +811,25 @@ mod tests {
         }
         let c = estimate_tokens(b"hello world this is a test", Encoding::Conservative);
         assert!((6..=14).contains(&c), "{c}");
+    }
+
+    /// The length feature of the one piece `text` is, in `e`.
+    fn one_piece_length(text: &[u8], e: Encoding) -> u32 {
+        let m = model(e).expect("fitted");
+        let mut pieces = Vec::new();
+        scan::scan(text, m.dialect, |p| pieces.push(p));
+        assert_eq!(pieces.len(), 1, "{text:?}");
+        piece_length(&pieces[0], text, &m)
+    }
+
+    #[test]
+    fn a_prefix_merged_with_the_word_is_not_costed_apart() {
+        // cl100k: `/distro` is `/d` + `istro` and `.shields` is `.sh` + `ields`, where `distro`
+        // and `shields` alone are two tokens each: costed apart, the prefix would make three.
+        assert_eq!(one_piece_length(b"/distro", Encoding::Cl100k), 2);
+        assert_eq!(one_piece_length(b".shields", Encoding::Cl100k), 2);
+        // A prefix before a word the vocabulary has whole stays apart: `{` + `visibility`.
+        assert_eq!(one_piece_length(b"{visibility", Encoding::Cl100k), 2);
     }
 
     #[test]

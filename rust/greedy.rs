@@ -66,6 +66,20 @@ pub fn greedy_tokens(b: &[u8], vocab: &Vocab<'_>) -> u32 {
     n
 }
 
+/// Tokens of the greedy split of `b` when the longest entry it starts with is longer than its
+/// first character (`None` otherwise, and for an empty `b`): a prefix merged with what follows
+/// it, which costing the prefix apart would miss.
+#[must_use]
+pub fn merged_start_tokens(b: &[u8], vocab: &Vocab<'_>) -> Option<u32> {
+    if b.is_empty() {
+        return None;
+    }
+    match longest_match(b, 0, vocab) {
+        Some(end) if end > next_char(b, 0) => Some(1 + greedy_tokens(&b[end..], vocab)),
+        _ => None,
+    }
+}
+
 /// After a space that matched alone, a character at `c` of three bytes or more (symbols,
 /// emoji, CJK, Indic and Thai letters) that starts no entry and no run: the tokens of the two
 /// together ([`Vocab::spaced`]) and where the character ends. Byte-level vocabularies often
