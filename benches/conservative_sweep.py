@@ -2,6 +2,11 @@
 fitting corpus: this machine's own files (JS, TS, source maps, Python, C, JSON, markdown, ...).
 
     python benches/conservative_sweep.py [--per-ext 120] [--json]
+    python benches/conservative_sweep.py --write DIR   # the same chunks as DIR/<ext>/*.txt
+
+With ``--write``, the chunks go to a directory laid out for ``python benches/accuracy.py
+--corpus DIR`` instead: each encoding's accuracy per extension on files the fitting corpus
+mostly does not read (it does sample the stdlib and the installed packages).
 
 Up to ``--per-ext`` files per extension (2 KB - 2 MB, UTF-8, a seeded sample of what ``find``
 lists outside /proc, /tmp and /work), cut into chunks of about 3 KB at line ends, four chunks a
@@ -17,6 +22,7 @@ import json
 import random
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -59,14 +65,29 @@ def chunks(per_ext: int) -> list[tuple[str, str, str]]:
     return out
 
 
-def main() -> int:
-    import quicktok
+def write(sample: list[tuple[str, str, str]], root: Path) -> None:
+    """The chunks as ``root/<ext>/NNNN.txt`` (UTF-8), in sample order."""
+    written: dict[str, int] = {}
+    for ext, _, text in sample:
+        n = written.get(ext, 0)
+        (root / ext).mkdir(parents=True, exist_ok=True)
+        (root / ext / f"{n:04d}.txt").write_text(text, encoding="utf-8")
+        written[ext] = n + 1
+    print(f"wrote {len(sample)} chunks of {len(written)} extensions to {root}")
 
+
+def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--per-ext", type=int, default=120, help="files per extension")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--write", type=Path, metavar="DIR", help="write the chunks, measure nothing")
     a = ap.parse_args()
     sample = chunks(a.per_ext)
+    if a.write:
+        write(sample, a.write)
+        return 0
+    import quicktok
+
     texts = [c[2] for c in sample]
     counts = [quicktok.count_batch(quicktok.get_encoding(q), texts) for q in ORACLES]
     top = np.maximum(np.max(np.stack([np.asarray(c) for c in counts]), axis=0), 1)
