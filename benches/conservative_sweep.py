@@ -82,6 +82,11 @@ def main() -> int:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--write", type=Path, metavar="DIR", help="write the chunks, measure nothing")
     a = ap.parse_args()
+    if a.write and a.json:
+        ap.error("--write measures nothing: it takes no --json")
+    if a.write and a.write.exists() and any(a.write.iterdir()):
+        # Files of an earlier, larger sample would be read as part of this one.
+        ap.error(f"{a.write} is not empty: give a new or empty directory")
     sample = chunks(a.per_ext)
     if a.write:
         write(sample, a.write)

@@ -115,9 +115,9 @@ def rare_bigrams(docs: list[corpus.Doc]) -> list[int]:
 def helper() -> Path:
     """Builds the helper (release) and returns the binary's path.
 
-    The build directory is this checkout's own: cargo copies a binary to ``release/`` only when
-    it rebuilds it, so with one directory for two checkouts (a worktree, say) the one fitted
-    second could run the other's helper."""
+    The build directory is this checkout's own: with one directory for two checkouts (a git
+    worktree, say), a fit in the second could run the first one's helper binary (two fits of
+    different code once gave the same numbers)."""
     checkout = hashlib.sha256(str(ROOT).encode()).hexdigest()[:12]
     target = Path(tempfile.gettempdir()) / f"ctxbudget-fit-helper-{checkout}"
     if not PROFILES.exists():

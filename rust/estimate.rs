@@ -277,7 +277,9 @@ fn word_tokens(p: &Piece, b: &[u8], vocab: &Vocab<'_>) -> u32 {
 
 /// The length feature of a piece that is not one token: its greedy token count (digit runs
 /// and invalid bytes: their character count; runs of one punctuation character and of spaces:
-/// [`run_tokens`]; camelCase ASCII words: [`hump_tokens`]).
+/// [`run_tokens`]; camelCase ASCII words: [`hump_tokens`]; an ASCII word after one ASCII
+/// punctuation character: that character plus the word's count, or [`merged_start_tokens`]
+/// when fewer).
 #[must_use]
 pub fn piece_length(p: &Piece, text: &[u8], m: &Model) -> u32 {
     let b = text.get(p.start..p.end).unwrap_or_default();
@@ -288,7 +290,7 @@ pub fn piece_length(p: &Piece, text: &[u8], m: &Model) -> u32 {
         Kind::Word if p.prefix == prefix::ASCII && p.class == script::ASCII => {
             // An ASCII punctuation prefix of an ASCII word (`{visibility`, `"DataLake`): one
             // token plus the bare word's, unless the vocabulary merges the prefix with the
-            // word's start into fewer (`/distro` is `/dist` + `ro` in cl100k).
+            // word's start into fewer (`/distro` is `/d` + `istro` in cl100k).
             let rest = text
                 .get(p.end - word_bytes(p, b)..p.end)
                 .unwrap_or_default();

@@ -66,9 +66,9 @@ pub fn greedy_tokens(b: &[u8], vocab: &Vocab<'_>) -> u32 {
     n
 }
 
-/// Tokens of the greedy split of `b` when the longest entry it starts with is longer than its
-/// first character (`None` otherwise, and for an empty `b`): a prefix merged with what follows
-/// it, which costing the prefix apart would miss.
+/// When the longest entry `b` starts with is longer than its first character: one token for
+/// that entry plus the greedy split of the rest (`None` otherwise, and for an empty `b`). A
+/// prefix merged with what follows it, which costing the prefix apart would miss.
 #[must_use]
 pub fn merged_start_tokens(b: &[u8], vocab: &Vocab<'_>) -> Option<u32> {
     if b.is_empty() {
