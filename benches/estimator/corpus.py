@@ -5,7 +5,7 @@ Sources are what a fresh machine of this kind has: the CPython 3.11 install (std
 C headers, ``pydoc_data`` topics, CJK codec test data), installed packages (sources, JSON data,
 Markdown, licences, CSV test data), the OS gettext catalogs in ``/usr/share/locale`` (natural
 CJK and other-script text), the real agent runs in ``../shared/data/trajectories``, and text
-generated with fixed seeds (logs, CSV, base64, hex, repetitive, minified).
+generated with fixed seeds (logs, CSV, base64, hex, repetitive, minified, JS source maps).
 
 Every source (a file, or one generated stream) goes wholly into the ``fit`` or the ``eval`` split,
 chosen by a hash of its name, and is cut into documents of 0.5-8 KB at line boundaries.
@@ -650,6 +650,54 @@ def src_minified(rng: random.Random) -> Iterator[tuple[str, str]]:
         if t:
             # Python has no minified form; squeeze whitespace like a minifier would (shape only).
             yield str(p) + ":min", _minify_js(t)
+    yield from src_source_maps(rng)
+
+
+_B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+
+
+def _vlq(n: int) -> str:
+    """One source-map field: base64 VLQ, sign in the lowest bit, five bits a digit."""
+    v = (-n << 1) | 1 if n < 0 else n << 1
+    out = ""
+    while True:
+        digit, v = v & 31, v >> 5
+        out += _B64[digit | (32 if v else 0)]
+        if not v:
+            return out
+
+
+def _source_map(r: random.Random) -> str:
+    """A version 3 source map of a made-up bundle: its ``mappings`` are what such files are."""
+    lines = []
+    for _ in range(r.randrange(200, 600)):
+        segs = []
+        for _ in range(r.randrange(0, 14)):
+            fields = [r.choice((0, 1, 2, 3, 4, 5, 6, 7, 9, 12, 16, 20, 33, 60))]
+            if r.random() < 0.9:
+                fields += [0 if r.random() < 0.9 else r.randrange(-2, 3)]
+                fields += [r.choice((0, 0, 0, 1, 1, -1, 2, -3, 5))]
+                fields += [r.choice((0, 1, 2, 4, 8, -2, -4, -8, 13, -20, 36))]
+                if r.random() < 0.2:
+                    fields += [r.randrange(-40, 40)]
+            segs.append("".join(_vlq(f) for f in fields))
+        lines.append(",".join(segs))
+    names = [r.choice(("props", "state", "render", "useEffect", "x", "e", "t")) for _ in range(30)]
+    return json.dumps(
+        {
+            "version": 3,
+            "file": "bundle.min.js",
+            "sources": ["../src/index.ts", "../src/app.tsx"],
+            "names": names,
+            "mappings": ";".join(lines),
+        }
+    )
+
+
+def src_source_maps(rng: random.Random) -> Iterator[tuple[str, str]]:
+    del rng
+    for i in range(12):
+        yield f"gen:sourcemap:{i}", _source_map(random.Random(SEED * 23 + i))
 
 
 def trajectory_dir() -> Path:
