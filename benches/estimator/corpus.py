@@ -650,7 +650,7 @@ def src_minified(rng: random.Random) -> Iterator[tuple[str, str]]:
         if t:
             # Python has no minified form; squeeze whitespace like a minifier would (shape only).
             yield str(p) + ":min", _minify_js(t)
-    yield from src_source_maps(rng)
+    yield from _source_maps()
 
 
 _B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
@@ -694,8 +694,7 @@ def _source_map(r: random.Random) -> str:
     )
 
 
-def src_source_maps(rng: random.Random) -> Iterator[tuple[str, str]]:
-    del rng
+def _source_maps() -> Iterator[tuple[str, str]]:
     for i in range(12):
         yield f"gen:sourcemap:{i}", _source_map(random.Random(SEED * 23 + i))
 
