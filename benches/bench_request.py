@@ -13,6 +13,8 @@ same way when the shared data is absent. Measured in the same run:
   is counted; see :func:`growing`);
 - ``append_without_tool_calls``: the same with the texts as plain turns, which no message
   tells the format of;
+- ``anchored_append``: the same turns through a :class:`ctxbudget.CalibrationTracker` that has
+  learned 67 usage reports and is anchored on the last (SPEC A6 on top of the append);
 - ``langchain_count_tokens_approximately`` (baseline): LangChain's chars/4 over messages
   converted to LangChain objects beforehand (conversion not timed);
 - ``tiktoken_exact``: exact o200k/cl100k count of every text field with tiktoken.
@@ -30,6 +32,7 @@ from typing import Any
 import pytest
 
 from benches.replay_trajectories import SHARED_TRAJECTORIES, load_runs
+from ctxbudget.calibration import CalibrationTracker
 from ctxbudget.messages import convert_messages
 from ctxbudget.request import RequestEstimator, estimate_request
 
@@ -194,6 +197,29 @@ def test_append(benchmark: Any) -> None:
     benchmark.group = "request-600msg-append"
     est = benchmark.pedantic(estimator.estimate, setup=setup, rounds=200, iterations=1)
     assert est.total == estimate_request(sent, tools=TOOLS, model="gpt-4o").total
+    benchmark.extra_info["tokens"] = est.total
+
+
+def test_anchored_append(benchmark: Any) -> None:
+    """The calibrated estimate of each turn (:class:`ctxbudget.CalibrationTracker`), with 64
+    usage reports already learned and the last one as the anchor: the per-turn cost of SPEC
+    A6 on top of the append."""
+    tracker = CalibrationTracker("gpt-4o")
+    for k in range(200, 600, 6):  # 67 reports, 3% over our count each
+        tracker.observe(
+            CONVERSATION[:k], round(tracker.estimate(CONVERSATION[:k]).raw.total * 1.03)
+        )
+    tracker.observe(
+        CONVERSATION, round(estimate_request(CONVERSATION, model="gpt-4o").total * 1.03)
+    )
+    turns = growing(CONVERSATION)
+
+    def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
+        return (turns(),), {}
+
+    benchmark.group = "request-600msg-anchored"
+    est = benchmark.pedantic(tracker.estimate, setup=setup, rounds=200, iterations=1)
+    assert est.anchored
     benchmark.extra_info["tokens"] = est.total
 
 

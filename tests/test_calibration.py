@@ -104,6 +104,30 @@ def test_learns_delta_factor_robustly() -> None:
     assert abs(est.total - truth) <= 2
 
 
+def test_factors_follow_every_change_of_samples_and_settings() -> None:
+    # The factors are kept between estimates; each read must still see what changed since.
+    tracker = CalibrationTracker("gpt-4o", prior_weight=0)
+    assert tracker.cold_factor == pytest.approx(1.05)
+    tracker.cold_margin = 0.2
+    assert tracker.cold_factor == pytest.approx(1.2)
+    history: list[dict[str, Any]] = [{"role": "user", "content": "start"}]
+    reported = 100
+    tracker.observe(history, reported)
+    assert tracker.cold_factor != pytest.approx(1.2)  # a cold sample now decides it
+    for i in range(5):
+        history = [*history, {"role": "user", "content": f"message number {i} " * 30}]
+        reported += round(estimate_request(history, model="gpt-4o").per_message[-1] * 1.6)
+        tracker.observe(history, reported)
+    assert tracker.delta_factor == pytest.approx(1.6, abs=0.02)
+    tracker.clamp = (0.5, 1.3)
+    assert tracker.delta_factor == 1.3 and tracker.state().delta_factor == 1.3
+    tracker.clamp = (0.5, 2.0)
+    tracker.prior_weight = 1e9  # the prior (cold ratios) outweighs every delta sample
+    assert tracker.delta_factor == pytest.approx(tracker.cold_factor)
+    tracker.reset()
+    assert tracker.delta_factor == 1.0 and tracker.cold_factor == pytest.approx(1.2)
+
+
 def test_compaction_falls_back_to_scaled_cold() -> None:
     tracker = CalibrationTracker("gpt-4o")
     history = text_chat(6)

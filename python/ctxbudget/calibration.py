@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict, deque
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -203,6 +203,9 @@ class CalibrationTracker:
         self._max_conversations = max_conversations
         self._observations = 0
         self._last_reported: int | None = None
+        # Bumped whenever `_delta` or `_cold` change; `_factors` caches what they give.
+        self._samples_version = 0
+        self._factors: dict[str, tuple[tuple[Any, ...], float]] = {}
 
     # -- learned factors
 
@@ -210,12 +213,27 @@ class CalibrationTracker:
         low, high = self.clamp
         return min(high, max(low, value))
 
+    def _cached(self, name: str, compute: Callable[[], float]) -> float:
+        """``compute()``, kept until the samples or the settings it reads change: a weighted
+        median sorts up to twice ``window`` samples, which an anchored estimate (an agent's
+        every turn) would otherwise pay each time."""
+        key = (name, self._samples_version, self.clamp, self.prior_weight, self.cold_margin)
+        cached = self._factors.get(name)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        value = compute()
+        self._factors[name] = (key, value)
+        return value
+
     @property
     def delta_factor(self) -> float:
         """Correction applied to messages added since the anchor."""
         with self._lock:
-            prior = (self._prior(), self.prior_weight)
-            return self._clamped(_weighted_median([*self._delta, prior]))
+            return self._cached("delta", self._delta_factor)
+
+    def _delta_factor(self) -> float:
+        prior = (self._prior(), self.prior_weight)
+        return self._clamped(_weighted_median([*self._delta, prior]))
 
     def _prior(self) -> float:
         """Where the delta factor starts: 1.0 (the profile is fitted), or what cold ratios say."""
@@ -225,9 +243,12 @@ class CalibrationTracker:
     def cold_factor(self) -> float:
         """Correction applied to a whole cold estimate (no valid anchor)."""
         with self._lock:
-            if self._cold:
-                return self._clamped(_weighted_median(self._cold))
-            return 1.0 + self.cold_margin
+            return self._cached("cold", self._cold_factor)
+
+    def _cold_factor(self) -> float:
+        if self._cold:
+            return self._clamped(_weighted_median(self._cold))
+        return 1.0 + self.cold_margin
 
     def state(self) -> CalibrationState:
         """A snapshot of what the tracker has learned."""
@@ -257,6 +278,7 @@ class CalibrationTracker:
         with self._lock:
             self._delta.clear()
             self._cold.clear()
+            self._samples_version += 1
             self._anchors.clear()
             self._estimators.clear()
             self._observations = 0
@@ -397,6 +419,7 @@ class CalibrationTracker:
                     self._delta.append((delta / added, float(added)))
             if raw.total > 0:
                 self._cold.append((reported / raw.total, float(raw.total)))
+            self._samples_version += 1
             self._anchors[conversation] = _Anchor(
                 msgs,
                 reported,
