@@ -1,8 +1,8 @@
 //! Estimating many texts at once, in parallel across cores when the batch is large.
 
-use std::sync::{Arc, Mutex, TryLockError};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, TryLockError};
 
-use rayon::prelude::*;
 use rayon::ThreadPool;
 
 use crate::estimate::{Encoding, Estimator};
@@ -39,17 +39,17 @@ pub fn estimate_batch(
             .map(|item| one(&mut est, item))
             .collect();
     };
-    // Each thread takes runs of consecutive texts with one estimator (and one memo) per run:
-    // a memo per scheduled job would be set up anew, and start cold, every few texts.
-    let runs = runs_of(texts, pool.current_num_threads() * RUNS_PER_THREAD);
-    let done: Vec<Result<Vec<u64>, (usize, Surrogate)>> = pool.install(|| {
-        runs.par_iter()
-            .map(|run| {
-                let size = texts[run.clone()].iter().map(Text::size).sum();
-                let mut est = Estimator::for_bytes(encoding, size);
-                run.clone().map(|i| one(&mut est, (i, &texts[i]))).collect()
-            })
-            .collect()
+    // Runs of consecutive texts, each thread taking the next run as it finishes one, with one
+    // estimator (and one memo) for all the runs it takes: a memo per scheduled job would be
+    // set up anew, and start cold, every few texts.
+    let threads = pool.current_num_threads();
+    let runs = runs_of(texts, threads * RUNS_PER_THREAD);
+    let new = || Estimator::for_bytes(encoding, total / threads);
+    let (done, _) = on_threads(&pool, runs.len(), new, |r, est| {
+        runs[r]
+            .clone()
+            .map(|i| one(est, (i, &texts[i])))
+            .collect::<Result<Vec<u64>, _>>()
     });
     // In order, so that the error is the first text's that has one.
     let mut counts = Vec::with_capacity(texts.len());
@@ -57,6 +57,50 @@ pub fn estimate_batch(
         counts.extend(run?);
     }
     Ok(counts)
+}
+
+/// What one thread of [`on_threads`] did: its jobs' results, by job, and its estimator.
+type ThreadDone<R> = (Vec<(usize, R)>, Estimator);
+
+/// `work(job, estimator)` for each job below `jobs` on the threads of `pool`: each thread
+/// takes the next job as it finishes one (uneven jobs even out), with one estimator made by
+/// `new` for all the jobs it takes, so that its memo of split costs serves them all. The
+/// results in job order, and the threads' estimators (what `work` added to them).
+fn on_threads<R: Send>(
+    pool: &ThreadPool,
+    jobs: usize,
+    new: impl Fn() -> Estimator + Sync,
+    work: impl Fn(usize, &mut Estimator) -> R + Sync,
+) -> (Vec<R>, Vec<Estimator>) {
+    let next = AtomicUsize::new(0);
+    let done: Mutex<Vec<ThreadDone<R>>> = Mutex::new(Vec::new());
+    pool.scope(|scope| {
+        for _ in 0..pool.current_num_threads().min(jobs) {
+            scope.spawn(|_| {
+                let mut est = new();
+                let mut mine = Vec::new();
+                loop {
+                    let job = next.fetch_add(1, Ordering::Relaxed);
+                    if job >= jobs {
+                        break;
+                    }
+                    mine.push((job, work(job, &mut est)));
+                }
+                done.lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push((mine, est));
+            });
+        }
+    });
+    let done = done.into_inner().unwrap_or_else(PoisonError::into_inner);
+    let mut results: Vec<(usize, R)> = Vec::with_capacity(jobs);
+    let mut estimators = Vec::with_capacity(done.len());
+    for (mine, est) in done {
+        results.extend(mine);
+        estimators.push(est);
+    }
+    results.sort_unstable_by_key(|&(job, _)| job);
+    (results.into_iter().map(|(_, r)| r).collect(), estimators)
 }
 
 /// Runs of consecutive texts a parallel batch is cut into, per thread (uneven runs even out).
@@ -136,17 +180,18 @@ pub fn estimate_parallel(text: &Text<'_>, encoding: Encoding) -> Result<u64, Sur
         return text.estimate(encoding);
     };
     let parts = text.split(pool.current_num_threads() * PARTS_PER_THREAD);
-    let estimates = pool.install(|| {
-        parts
-            .par_iter()
-            .map(|(offset, part)| {
-                let mut est = Estimator::new(encoding);
-                part.feed(&mut est)
-                    .map_err(|Surrogate(at)| Surrogate(offset + at))?;
-                Ok(est)
-            })
-            .collect::<Result<Vec<Estimator>, Surrogate>>()
-    })?;
+    // Each thread adds the parts it takes to its own estimator (and memo).
+    let (fed, estimates) = on_threads(
+        &pool,
+        parts.len(),
+        || Estimator::new(encoding),
+        |k, est| {
+            let (offset, part) = &parts[k];
+            part.feed(est)
+                .map_err(|Surrogate(at)| Surrogate(offset + at))
+        },
+    );
+    fed.into_iter().collect::<Result<(), Surrogate>>()?;
     let mut total = Estimator::new(encoding);
     for est in &estimates {
         total.merge(est);
@@ -238,6 +283,38 @@ mod tests {
             estimate_batch(&many, Encoding::O200k),
             Err((33, Surrogate(2)))
         );
+    }
+
+    #[test]
+    fn every_job_runs_once_and_results_come_in_job_order() {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .expect("pool");
+        let texts: Vec<String> = (0..25).map(|i| "word ".repeat(1 + i * 13)).collect();
+        for jobs in [0, 1, 2, 25] {
+            let (results, estimators) = on_threads(
+                &pool,
+                jobs,
+                || Estimator::new(Encoding::Cl100k),
+                |job, est| {
+                    est.feed(texts[job].as_bytes());
+                    job * 10
+                },
+            );
+            assert_eq!(results, (0..jobs).map(|j| j * 10).collect::<Vec<_>>());
+            // One estimator per thread that ran, holding what its jobs fed it.
+            assert!(estimators.len() <= 3.min(jobs.max(1)));
+            let mut total = Estimator::new(Encoding::Cl100k);
+            for est in &estimators {
+                total.merge(est);
+            }
+            let mut one = Estimator::new(Encoding::Cl100k);
+            for t in &texts[..jobs] {
+                one.feed(t.as_bytes());
+            }
+            assert_eq!(total.tokens(), one.tokens(), "{jobs} jobs");
+        }
     }
 
     #[test]
