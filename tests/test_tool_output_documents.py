@@ -182,6 +182,73 @@ def test_pdf_to_markdown(tmp_path: Path) -> None:
     )
 
 
+def make_pdf_with_char_map(path: Path, mapping: dict[int, str], shown: bytes) -> Path:
+    """A one-page PDF showing the codes ``shown`` in a font whose ToUnicode map sends code
+    ``c`` to the UTF-16 code units ``mapping[c]`` (hex): written by hand, to reach maps no
+    PDF library writes (lone surrogates)."""
+    pairs = "\n".join(f"<{code:02X}> <{units}>" for code, units in mapping.items())
+    cmap = (
+        "/CIDInit /ProcSet findresource begin 12 dict begin begincmap\n"
+        "/CMapName /Test def /CMapType 2 def\n"
+        "1 begincodespacerange <00> <FF> endcodespacerange\n"
+        f"{len(mapping)} beginbfchar\n{pairs}\nendbfchar\n"
+        "endcmap CMapName currentdict /CMap defineresource pop end end"
+    ).encode()
+    content = b"BT /F1 12 Tf 72 700 Td (" + shown + b") Tj ET"
+
+    def stream(data: bytes) -> bytes:
+        return b"<< /Length %d >>\nstream\n%s\nendstream" % (len(data), data)
+
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R"
+        b" /Resources << /Font << /F1 5 0 R >> >> >>",
+        stream(content),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /ToUnicode 6 0 R >>",
+        stream(cmap),
+    ]
+    pdf = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(pdf))
+        pdf += b"%d 0 obj\n%s\nendobj\n" % (number, body)
+    xref = len(pdf)
+    pdf += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    pdf += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    pdf += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        xref,
+    )
+    path.write_bytes(bytes(pdf))
+    return path
+
+
+def test_pdf_text_is_always_valid_unicode(tmp_path: Path) -> None:
+    """A PDF's character map may name UTF-16 code units: a pair is its character, a lone
+    surrogate (no text can carry one) becomes U+FFFD."""
+    path = make_pdf_with_char_map(
+        tmp_path / "odd-map.pdf", {0x41: "D800", 0x42: "0042", 0x43: "D83DDE00"}, b"ABC BA"
+    )
+    text = read_tool_file(path)
+    assert "\ufffdB\U0001f600 B\ufffd" in text
+    text.encode("utf-8")  # no lone surrogate left
+
+
+def test_heading_style_with_a_non_ascii_digit(tmp_path: Path) -> None:
+    """``str.isdigit`` takes ``²``, which ``int`` refuses: such a style is no heading level."""
+    import docx
+    from docx.enum.style import WD_STYLE_TYPE
+
+    document = docx.Document()
+    document.styles.add_style("Heading \u00b2", WD_STYLE_TYPE.PARAGRAPH)
+    document.add_paragraph("Squared title", style="Heading \u00b2")
+    document.add_paragraph("Body text.")
+    path = tmp_path / "odd-style.docx"
+    document.save(str(path))
+    assert read_tool_file(path) == "Squared title\n\nBody text.\n"
+
+
 def test_documents_are_recognised_by_content_not_name(tmp_path: Path) -> None:
     docx_file = make_docx(tmp_path / "report.docx")
     renamed = docx_file.rename(tmp_path / "attachment.bin")
@@ -425,6 +492,15 @@ def test_bom_alone_or_utf16_lookalike_binary(tmp_path: Path) -> None:
         read_tool_file(odd)
 
 
+def test_offsets_after_a_bom_are_the_files(tmp_path: Path) -> None:
+    path = tmp_path / "bom-nul.txt"
+    path.write_bytes(b"\xef\xbb\xbfab\x00cd")
+    with pytest.raises(BinaryContentError) as caught:
+        read_tool_file(path)
+    assert (caught.value.offset, caught.value.reason) == (5, "nul")
+    assert "offset 5" in str(caught.value)
+
+
 def test_latin1_is_refused_with_the_offset(tmp_path: Path) -> None:
     path = tmp_path / "legacy.txt"
     path.write_bytes("Grüße aus Köln\n".encode("latin-1"))
@@ -495,6 +571,12 @@ def test_file_that_grows_after_stat_is_still_capped(
         read_tool_file(path, max_bytes=100)
 
 
+def test_a_large_cap_sets_nothing_aside_for_a_small_file(tmp_path: Path) -> None:
+    path = tmp_path / "small.txt"
+    path.write_bytes(b"hi\n")
+    assert read_tool_file(path, max_bytes=1 << 40) == "hi\n"  # 1 TiB: never allocated
+
+
 def test_directory_and_missing_file(tmp_path: Path) -> None:
     with pytest.raises(IsADirectoryError):
         read_tool_file(tmp_path)
@@ -509,6 +591,38 @@ def test_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
     with pytest.raises(OSError) as caught:
         read_tool_file(fifo)
     assert caught.value.errno == errno.EINVAL
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+def test_pipe_put_in_place_after_the_check_is_refused_without_blocking(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The path passed the check as a regular file, then became a FIFO before it was opened:
+    the open must not wait for a writer, and the open file is refused."""
+    import threading
+
+    fifo = tmp_path / "swapped"
+    os.mkfifo(fifo)
+    regular = tmp_path / "regular.txt"
+    regular.write_bytes(b"text\n")
+    real_stat = os.stat
+    monkeypatch.setattr(os, "stat", lambda p, *a, **k: real_stat(regular))
+    outcome: list[BaseException] = []
+
+    def read() -> None:
+        try:
+            read_tool_file(fifo)
+        except BaseException as err:  # collected for the assertion below
+            outcome.append(err)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(timeout=5)
+    if reader.is_alive():  # free the thread: open a writer, which ends its wait
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        pytest.fail("read_tool_file blocked on a FIFO")
+    assert len(outcome) == 1 and isinstance(outcome[0], OSError)
+    assert outcome[0].errno == errno.EINVAL
 
 
 def test_bad_cap_argument(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ of failed write it names no path and never says "saved".
 from __future__ import annotations
 
 import errno
+import io
 import re
 import sys
 import tracemalloc
@@ -335,6 +336,26 @@ def test_head_line_too_long_falls_back_to_a_cut_inside_it() -> None:
     assert text.endswith(tail)
 
 
+def test_tail_line_shorter_than_the_preview_is_kept_whole() -> None:
+    """A last line too long for the tail's share, not for the whole preview: kept whole, the
+    head getting less; only a line longer than the whole preview is cut inside."""
+    last = " ".join(f"w{i}" for i in range(124))
+    lines = "".join(f"line {i}\n" for i in range(3000))
+    text = lines + last + "\n"
+    assert 0.2 * 400 < estimate_tokens(last) < 300
+    result = truncate_output(text, max_tokens=400, spill=False)
+    head, marker, tail, _ = split_result(result)
+    assert tail == last + "\n"
+    assert head and text.startswith(head)
+    assert "lines omitted" in marker and "characters" not in marker
+    assert result.kept_tokens <= 400
+    longer = " ".join(f"w{i}" for i in range(600))  # over the whole preview: cut inside
+    result = truncate_output(lines + longer + "\n", max_tokens=400, spill=False)
+    _, marker, tail, _ = split_result(result)
+    assert longer.endswith(tail.rstrip("\n")) and tail.rstrip("\n") != longer
+    assert "characters omitted" in marker
+
+
 def test_crlf_and_no_trailing_newline() -> None:
     text = "".join(f"row {i}\r\n" for i in range(5000)) + "last row without newline"
     result = truncate_output(text, max_tokens=300, spill=False)
@@ -410,8 +431,10 @@ def test_label_that_is_not_text_is_a_type_error(label: object) -> None:
         (True, "got True"),
         (0, "got 0"),
         (object(), "write"),
+        (DirectorySpillStore, "pass DirectorySpillStore(...)"),  # the class, not a store
+        (io.StringIO(), "got the file"),  # has a write() too, not the store's
     ],
-    ids=["str", "path", "true", "zero", "object"],
+    ids=["str", "path", "true", "zero", "object", "class", "file"],
 )
 def test_spill_that_is_not_a_store_is_a_type_error(
     spill: object, message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -33,7 +33,7 @@ import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from types import ModuleType
-from typing import Any, Literal
+from typing import Any, BinaryIO, Literal
 from xml.etree import ElementTree
 
 from ctxbudget import text as _text
@@ -146,21 +146,51 @@ def read_tool_file(path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX
     if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 0:
         raise ValueError(f"max_bytes must be a non-negative int, got {max_bytes!r}")
     name = os.fspath(path)
-    info = os.stat(name)
+    size = _regular_file_size(name, os.stat(name), max_bytes)
+    # Opened without blocking: a pipe put in the file's place since the check above must not
+    # hang the read; the open file is checked again.
+    fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    with open(fd, "rb", closefd=True) as handle:
+        size = _regular_file_size(name, os.fstat(handle.fileno()), max_bytes)
+        data = _read_capped(handle, size, max_bytes)
+    if len(data) > max_bytes:
+        raise FileTooLargeError(name, max(len(data), size), max_bytes)
+    kind = document_kind(data)
+    if kind is not None:
+        return _convert(name, kind, data, max_bytes)
+    return _decode_text(data)
+
+
+def _regular_file_size(name: str, info: os.stat_result, max_bytes: int) -> int:
+    """The size of a regular file of at most ``max_bytes``; refuses anything else."""
     if stat.S_ISDIR(info.st_mode):
         raise IsADirectoryError(errno.EISDIR, "is a directory, not a file", name)
     if not stat.S_ISREG(info.st_mode):
         raise OSError(errno.EINVAL, "not a regular file (a pipe, socket or device)", name)
     if info.st_size > max_bytes:
         raise FileTooLargeError(name, info.st_size, max_bytes)
-    with open(name, "rb") as handle:
-        data = handle.read(max_bytes + 1)
-    if len(data) > max_bytes:
-        raise FileTooLargeError(name, max(len(data), info.st_size), max_bytes)
-    kind = document_kind(data)
-    if kind is not None:
-        return _convert(name, kind, data, max_bytes)
-    return _decode_text(data)
+    return info.st_size
+
+
+#: Bytes read at a time once a file holds more than its size said.
+_READ_CHUNK = 1 << 20
+
+
+def _read_capped(handle: BinaryIO, size: int, max_bytes: int) -> bytes:
+    """The file's bytes, at most ``max_bytes + 1`` of them (one more than the cap tells a
+    file that grew past it). The stated ``size`` is read at once, and then chunks while the
+    file has more: no buffer of the cap's size is set aside for a small file."""
+    parts: list[bytes] = []
+    got = 0
+    want = min(size, max_bytes) + 1
+    while got <= max_bytes:
+        part = handle.read(min(want, max_bytes + 1 - got))
+        if not part:
+            break
+        parts.append(part)
+        got += len(part)
+        want = _READ_CHUNK
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def document_kind(data: bytes) -> DocumentKind | None:
@@ -222,7 +252,8 @@ def _main_part_kind(archive: zipfile.ZipFile, names: set[str]) -> DocumentKind |
 
 def _decode_text(data: bytes) -> str:
     if data.startswith(_UTF8_BOM):
-        return _text.check_text(memoryview(data)[len(_UTF8_BOM) :])
+        # Checked whole, so that an error's offset is the file's; the mark is then dropped.
+        return _text.check_text(data)[1:]
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         try:
             text = data.decode("utf-16")
@@ -277,6 +308,13 @@ def _check_unpacked_size(path: str, data: bytes, max_bytes: int) -> None:
         raise FileTooLargeError(path, unpacked, limit, what="unpacked content")
 
 
+def _without_lone_surrogates(text: str) -> str:
+    """``text`` with surrogate pairs joined into their characters and lone surrogates
+    replaced by U+FFFD: a converter may hand over UTF-16 code units (pypdf decodes a PDF's
+    character maps so), which no UTF-8 text, and no provider request, can carry."""
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
 class _Output:
     """Markdown being built, held to a byte cap so a zip bomb cannot exhaust memory."""
 
@@ -290,7 +328,12 @@ class _Output:
 
     def add(self, line: str) -> None:
         line = line.replace("\x00", "")
-        self._size += len(line.encode("utf-8", "replace")) + 1
+        try:
+            size = len(line.encode("utf-8"))
+        except UnicodeEncodeError:
+            line = _without_lone_surrogates(line)
+            size = len(line.encode("utf-8"))
+        self._size += size + 1
         if self._size > self._limit:
             raise FileTooLargeError(self.path, self._size, self._limit, what="converted text")
         self._parts.append(line)
@@ -372,7 +415,7 @@ def _docx_paragraph(paragraph: Any, out: _Output) -> None:
     if style == "Title":
         out.add(f"# {text}")
         out.blank()
-    elif style.startswith("Heading") and style[7:].strip().isdigit():
+    elif style.startswith("Heading") and _ascii_digits(style[7:].strip()):
         out.add(f"{'#' * min(int(style[7:]), 6)} {text}")
         out.blank()
     elif style.startswith("List Number"):
@@ -382,6 +425,11 @@ def _docx_paragraph(paragraph: Any, out: _Output) -> None:
     else:
         out.add(text)
         out.blank()
+
+
+def _ascii_digits(text: str) -> bool:
+    """``text`` is a number ``int`` reads: ``str.isdigit`` also takes ``²`` and ``①``."""
+    return text.isascii() and text.isdigit()
 
 
 def _has_numbering(paragraph: Any) -> bool:

@@ -22,6 +22,7 @@ model sees never claims to show a part it does not show.
 
 from __future__ import annotations
 
+import io
 import logging
 import operator
 import os
@@ -220,6 +221,17 @@ def _check_spill_arguments(spill: object, label: object) -> None:
     """Refuse caller mistakes before they can pass for a failed write."""
     if label is not None and not isinstance(label, str):
         raise TypeError(f"label must be str or None, got {type(label).__name__}")
+    if isinstance(spill, type):
+        raise TypeError(
+            f"spill must be a SpillStore instance, False or None, got the class {spill.__name__}:"
+            f" pass {spill.__name__}(...)"
+        )
+    # A file has a write() too, but not the store's: it would pass for a failed spill.
+    if isinstance(spill, io.IOBase):
+        raise TypeError(
+            f"spill must be a SpillStore, False or None, got the file {spill!r}: "
+            "pass DirectorySpillStore(path) to spill to a directory"
+        )
     if spill is None or spill is False or isinstance(spill, _spill.SpillStore):
         return
     if isinstance(spill, (str, bytes, os.PathLike)):
@@ -451,6 +463,17 @@ def _cut(source: _Source, budget: int, head_ratio: float, hints: _Hints) -> _Pre
     tail_size, _ = _longest_fit(size - head_end, tail_budget, rate, source.tail)
     tail_start = _snap_tail(data, size - tail_size, head_end)
     tail_tokens = source.tail(size - tail_start) if tail_start < size else 0
+    if 0 < tail_start < size and data[tail_start - 1] != _NEWLINE:
+        # Cut inside the last line, which the tail's share could not hold. Only a line longer
+        # than the whole preview is cut: a shorter one is kept whole, the head getting what
+        # it leaves.
+        line_start = data.rfind(b"\n", 0, size - 1) + 1
+        line_tokens = source.tail(size - line_start)
+        if line_start > 0 and line_tokens <= budget:
+            tail_start, tail_tokens = line_start, line_tokens
+            head_end, _ = _longest_fit(line_start, budget - line_tokens, rate, source.head)
+            head_end = _snap_head(data, head_end, budget * rate)
+            head_tokens = source.head(head_end) if head_end else 0
 
     head_newlines = data.count(b"\n", 0, head_end)
     tail_newlines = data.count(b"\n", tail_start)
