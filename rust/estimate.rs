@@ -697,10 +697,7 @@ fn units_in<const N: usize>(
             }
         }
         Step::Piece(f) => {
-            for (a, u) in acc
-                .iter_mut()
-                .zip(piece_units(&f, text, models, &mut memos))
-            {
+            for (a, u) in acc.iter_mut().zip(piece_units(f, text, models, &mut memos)) {
                 *a += u;
             }
         }

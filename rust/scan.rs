@@ -954,6 +954,7 @@ impl Scanner<'_> {
 ///
 /// The estimator looks most pieces up in the vocabulary by their bytes alone; building the
 /// features of a piece found by [`blocks`] costs about as much as finding it.
+#[derive(Clone, Copy)]
 pub struct Found<'a> {
     /// Start byte offset.
     pub start: usize,
@@ -962,6 +963,7 @@ pub struct Found<'a> {
     how: How<'a>,
 }
 
+#[derive(Clone, Copy)]
 enum How<'a> {
     Ready(Piece),
     Window(&'a blocks::Window<'a>, u32, Dialect),
@@ -1053,7 +1055,7 @@ pub fn scan_found<F: FnMut(Found<'_>)>(text: &[u8], dialect: Dialect, mut emit: 
                 emit(settled.found(start, end, dialect));
             }
         }
-        Step::Piece(found) => emit(found),
+        Step::Piece(found) => emit(*found),
     });
 }
 
@@ -1062,8 +1064,9 @@ pub fn scan_found<F: FnMut(Found<'_>)>(text: &[u8], dialect: Dialect, mut emit: 
 pub enum Step<'s, 'a> {
     /// The pieces one 64-byte window settles.
     Window(&'s blocks::Settled<'a>),
-    /// A piece the byte scanner found.
-    Piece(Found<'a>),
+    /// A piece the byte scanner found (by reference: copying it out of the scanner's stores
+    /// stalled the caller's loads).
+    Piece(&'s Found<'a>),
 }
 
 /// [`scan_found`], handing over the pieces of each window together (callers that treat a
@@ -1088,7 +1091,7 @@ pub fn scan_steps<F: FnMut(Step<'_, '_>)>(text: &[u8], dialect: Dialect, mut ste
         }
         let p = sc.piece(i);
         i = p.end;
-        step(Step::Piece(Found::ready(p)));
+        step(Step::Piece(&Found::ready(p)));
     }
 }
 
