@@ -131,6 +131,22 @@ def test_violation_names_component(
     assert str(violation).startswith(f"{component}: input")
 
 
+def test_calibrated_estimate_names_the_component_its_raw_estimate_does() -> None:
+    from ctxbudget.calibration import CalibrationTracker
+
+    msgs = [{"role": "system", "content": "rules " * 30_000}, {"role": "user", "content": "hi"}]
+    budget = ContextWindowBudget(32_000, model="gpt-4o")
+    raw = estimate_request(msgs, model="gpt-4o")
+    calibrated = CalibrationTracker("gpt-4o").estimate(msgs)  # cold: raw * 1.05
+    want = budget.check(raw)
+    got = budget.check(calibrated)
+    assert want is not None and got is not None
+    assert want.component == got.component == "system"
+    assert got.input_tokens == calibrated.total
+    assert got.system + got.tools + got.conversation + got.framing == calibrated.total
+    assert got.system == round(raw.system * calibrated.total / raw.total)
+
+
 def test_reserved_output_at_fault_and_input_fits() -> None:
     budget = ContextWindowBudget(10_000, 12_000, margin=0, max_reserve_fraction=None)
     violation = budget.check(make_estimate(100, 0, 100))

@@ -128,6 +128,21 @@ def test_factors_follow_every_change_of_samples_and_settings() -> None:
     assert tracker.delta_factor == 1.0 and tracker.cold_factor == pytest.approx(1.2)
 
 
+def test_clamp_edited_in_place_and_zero_min_delta() -> None:
+    tracker = CalibrationTracker("gpt-4o", clamp=[0.5, 2.0], min_delta=0)  # type: ignore[arg-type]
+    msgs = [{"role": "user", "content": "hi there"}]
+    raw = estimate_request(msgs, model="gpt-4o").total
+    tracker.observe(msgs, round(raw * 1.8))
+    assert tracker.cold_factor == pytest.approx(round(raw * 1.8) / raw)
+    assert tracker.cold_factor > 1.1
+    tracker.clamp[1] = 1.1  # type: ignore[index]
+    assert tracker.cold_factor == 1.1
+    # The same request reported again: nothing was added, which teaches nothing (and must
+    # not divide by zero).
+    assert tracker.observe(msgs, round(raw * 1.9))
+    assert tracker.state().delta_samples == 0
+
+
 def test_compaction_falls_back_to_scaled_cold() -> None:
     tracker = CalibrationTracker("gpt-4o")
     history = text_chat(6)

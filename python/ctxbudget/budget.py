@@ -264,6 +264,13 @@ class ContextWindowBudget:
             system, tools, framing = estimate.system, estimate.tools, estimate.framing
             conversation = estimate.conversation
             exact = estimate.accuracy is Accuracy.EXACT
+        elif isinstance(raw := getattr(estimate, "raw", None), RequestEstimate):
+            # A calibrated estimate: its raw one tells the parts, each scaled by the
+            # correction the provider's counts gave the whole.
+            scale = total / raw.total if raw.total else 1.0
+            system, tools = round(raw.system * scale), round(raw.tools * scale)
+            framing = round(raw.framing * scale)
+            conversation = max(total - system - tools - framing, 0)
         available = self.window - reserve
         component: BudgetComponent
         if available <= 0:

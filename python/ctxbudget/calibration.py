@@ -217,7 +217,8 @@ class CalibrationTracker:
         """``compute()``, kept until the samples or the settings it reads change: a weighted
         median sorts up to twice ``window`` samples, which an anchored estimate (an agent's
         every turn) would otherwise pay each time."""
-        key = (name, self._samples_version, self.clamp, self.prior_weight, self.cold_margin)
+        # tuple(): a clamp given as a list may be edited in place.
+        key = (name, self._samples_version, tuple(self.clamp), self.prior_weight, self.cold_margin)
         cached = self._factors.get(name)
         if cached is not None and cached[0] == key:
             return cached[1]
@@ -415,7 +416,7 @@ class CalibrationTracker:
             if anchor is not None and self._extends(anchor, msgs, system, tools, raw):
                 added = sum(raw.per_message[len(anchor.messages) :])
                 delta = reported - anchor.reported
-                if added >= self.min_delta and delta > 0:
+                if added > 0 and added >= self.min_delta and delta > 0:
                     self._delta.append((delta / added, float(added)))
             if raw.total > 0:
                 self._cold.append((reported / raw.total, float(raw.total)))
