@@ -371,6 +371,25 @@ def test_a_history_that_breaks_pairing_is_not_sent(
     assert server.bodies == []
 
 
+def test_a_result_whose_call_id_is_edited_in_place_is_checked_again(
+    server: LoopbackServer, client: openai.OpenAI
+) -> None:
+    """The guard keeps what it read of each message; a field its pairing reads, assigned in
+    place between turns, must be read again, not trusted from the last turn."""
+    history = agent_history([20])
+    guard = ContextGuard(MODEL, budget=BUDGET)
+    guard.send(chat_send(client), history)
+    sent = len(server.bodies)
+    result = next(m for m in history if m["role"] == "tool")
+    result["tool_call_id"] = "call_renamed"
+    history.append({"role": "user", "content": "next"})
+
+    with pytest.raises(PairingError, match="orphaned_result 'call_renamed'"):
+        guard.send(chat_send(client), history)
+
+    assert len(server.bodies) == sent
+
+
 def test_sync_send_refuses_an_async_summarizer() -> None:
     async def summarize(prompt: str, max_tokens: int) -> str:
         return "summary"

@@ -241,12 +241,14 @@ _SCANNERS = {
     "anthropic": _scan_anthropic,
     "gemini": _scan_gemini,
 }
-#: Fields whose replacement (a new object) means the message changed, per format.
+#: Fields whose replacement (a new object) means the message changed, per format: every
+#: field its scanner reads (a result's call id edited in place must not leave the pairing
+#: checked against the old one).
 _CONTENT_KEYS = {
-    "openai_chat": ("content", "tool_calls"),
-    "openai_responses": ("content", "output", "call_id"),
-    "anthropic": ("content",),
-    "gemini": ("parts",),
+    "openai_chat": ("content", "tool_calls", "role", "tool_call_id"),
+    "openai_responses": ("content", "output", "call_id", "type", "role", "name"),
+    "anthropic": ("content", "role"),
+    "gemini": ("parts", "role"),
 }
 
 
