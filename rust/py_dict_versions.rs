@@ -18,8 +18,8 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple, PyType};
 
-/// Most fields a mark holds references for (Responses items have four).
-pub(crate) const MARK_KEYS: usize = 4;
+/// Most fields a mark holds references for (format detection reads six).
+pub(crate) const MARK_KEYS: usize = 8;
 
 /// Message `i`'s state when its fields last matched the saved references by identity.
 #[derive(Clone, Copy, Default, PartialEq, Eq)]

@@ -434,6 +434,28 @@ def test_replaced_content_is_noticed_nested_mutation_needs_invalidate() -> None:
     assert est.estimate(parts).total == estimate_request(parts, model="gpt-4o").total
 
 
+@pytest.mark.parametrize(
+    ("model", "edit"),
+    [
+        # Chat-or-Responses content becomes Responses parts: the list is Responses now.
+        ("gpt-4o", ("content", [{"type": "input_text", "text": "hello there"}])),
+        # A user message becomes a system one: no longer an Anthropic list.
+        ("claude-sonnet-4-5", ("role", "system")),
+    ],
+    ids=["content", "role"],
+)
+def test_a_field_that_tells_the_format_replaced_in_place_is_read_again(
+    model: str, edit: tuple[str, object]
+) -> None:
+    est = RequestEstimator(model)
+    history = [{"role": "user", "content": "hi"}]
+    before = est.estimate(history).format
+    history[0][edit[0]] = edit[1]
+    reused, fresh = est.estimate(history), estimate_request(history, model=model)
+    assert reused.format == fresh.format != before
+    assert reused == fresh
+
+
 def test_failed_estimate_leaves_the_estimator_as_it_was() -> None:
     est = RequestEstimator("gpt-4o")
     history = text_chat(4)

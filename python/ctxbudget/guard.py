@@ -48,7 +48,7 @@ from ctxbudget.compact import CompactionError, CompactResult, acompact, compact
 from ctxbudget.errors import ContextBudgetError, ContextOverflowError
 from ctxbudget.events import ContextEvent, EventCallback, Reason, emit
 from ctxbudget.formats.common import as_mapping
-from ctxbudget.formats.detect import NOTHING_SEEN, SeenFits, narrow_fits, pick_format
+from ctxbudget.formats.detect import SeenFits, pick_format
 from ctxbudget.largest import StickyStubs, StubCandidates, stub_largest
 from ctxbudget.limits import INPUT_CAP_RULES, Room, StatedLimit
 from ctxbudget.overflow import OverflowInfo, classify_overflow
@@ -246,7 +246,7 @@ class ContextGuard:
         self._collected: list[ContextEvent] = []
         self._scans: dict[str, ScanCache] = {}
         self._pairing = GrowingPairing()
-        self._fits_seen: SeenFits = NOTHING_SEEN
+        self._fits_seen = SeenFits()
         self._candidates = StubCandidates(self.encoding, self.config)
         self._sticky = StickyStubs()
         self._made: list[tuple[Any, int, str]] = []
@@ -704,8 +704,7 @@ class ContextGuard:
         messages fit, narrowed turn by turn (only the appended ones are read)."""
         if self._pruner.format is not None:
             return self._pruner.format
-        self._fits_seen = narrow_fits(messages, self._fits_seen)
-        return pick_format(self._fits_seen[1], "openai_chat")
+        return pick_format(self._fits_seen.narrow(messages), "openai_chat")
 
     def _scan(self, fmt: str, messages: list[Any]) -> list[Any]:
         cache = self._scans.get(fmt)

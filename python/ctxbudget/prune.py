@@ -62,7 +62,7 @@ from typing import Any, Literal
 
 from ctxbudget.budget import ContextWindowBudget
 from ctxbudget.events import ContextEvent, EventCallback, check_reason, emit
-from ctxbudget.formats.detect import NOTHING_SEEN, SeenFits, narrow_fits, pick_format
+from ctxbudget.formats.detect import SeenFits, pick_format
 from ctxbudget.messages import FORMATS, MessageFormatError
 from ctxbudget.prune_index import (
     Candidate,
@@ -306,7 +306,7 @@ class Pruner:
         self._view_scan: ScanCache | None = None
         # Before a message decides the format: the formats the last list fitted, and the
         # scan caches of the format it was read in.
-        self._fits_seen: SeenFits = NOTHING_SEEN
+        self._fits_seen = SeenFits()
         self._undecided: dict[str, tuple[ScanCache, ScanCache]] = {}
         self._sizes: dict[tuple[int, int], tuple[Any, Any, int, str]] = {}
         # Results the last view added for calls that had none, and the calls they answer.
@@ -341,8 +341,7 @@ class Pruner:
     def _scanners(self, msgs: list[Any]) -> tuple[str, ScanCache, ScanCache]:
         fmt = self.format
         if fmt is None:
-            self._fits_seen = narrow_fits(msgs, self._fits_seen)
-            fits = self._fits_seen[1]
+            fits = self._fits_seen.narrow(msgs)
             if len(fits) != 1:  # not decisive yet: do not lock it in
                 fmt = pick_format(fits, "openai_chat")
                 if fmt not in self._undecided:

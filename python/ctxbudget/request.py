@@ -44,7 +44,7 @@ from typing import Any
 from ctxbudget._core import DictVersions, unchanged_prefix, weigh_messages
 from ctxbudget.counting import Accuracy, encoding_for_model
 from ctxbudget.formats.common import _genai_to_dict
-from ctxbudget.formats.detect import NOTHING_SEEN, SeenFits, narrow_fits, pick_format
+from ctxbudget.formats.detect import SeenFits, pick_format
 from ctxbudget.messages import (
     Message,
     MessageFormatError,
@@ -673,7 +673,7 @@ class RequestEstimator:
         self._acc: tuple[float, ...] = (0.0, 0.0, 0.0, 0.0, 1.0)
         self._per_message: list[int] = []
         self._weighed: list[_Weighed] = []
-        self._fits_seen: SeenFits = NOTHING_SEEN
+        self._fits_seen = SeenFits()
         self._seen_edits = self._edits[0]
         # The system prompt and tools last counted: (the object, a deep copy, the count)
         self._tools_seen: tuple[Any, Any, tuple[float, bool]] = (None, _UNCOPIED, (0.0, True))
@@ -802,8 +802,7 @@ class RequestEstimator:
         fmt = self.format
         if fmt is None:
             # narrowed from what the list seen last left, when this one extends it
-            self._fits_seen = narrow_fits(msgs, self._fits_seen)
-            fits = self._fits_seen[1]
+            fits = self._fits_seen.narrow(msgs)
             fmt = pick_format(fits, _native_format(self.profile.name))
             if len(fits) == 1:  # decisive: keep it
                 self.format = fmt

@@ -9,8 +9,10 @@ format is one that fits every message. Shapes several formats share (a ``text`` 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import repeat
 from typing import Any
 
+from ctxbudget._core import DictVersions, unchanged_prefix
 from ctxbudget.formats.anthropic import _ANTH_BLOCK_TYPES
 from ctxbudget.formats.common import _is_genai_object, as_mapping
 from ctxbudget.formats.model import MessageFormat
@@ -86,22 +88,56 @@ def fitting_formats(
     return fits
 
 
-#: The last list a caller's formats were found for, and the formats it fits.
-SeenFits = tuple[list[Any], frozenset[MessageFormat]]
-#: Before any list is seen.
-NOTHING_SEEN: SeenFits = ([], ANY_FORMAT)
+#: The fields :func:`message_fits` reads.
+_DETECT_KEYS = ("role", "type", "content", "parts", "tool_calls", "tool_call_id")
 
 
-def narrow_fits(messages: list[Any], seen: SeenFits) -> SeenFits:
-    """:func:`fitting_formats` of ``messages`` for a caller that sees a list grow turn by turn:
-    when ``messages`` extends the list ``seen`` was found for (the same objects, or equal
-    ones, first), only the new messages are read. Returns the new ``seen``."""
-    previous, fits = seen
-    # A list comparison checks identity before ``==``: a few ns a message, where a walk of
-    # ``operator.is_`` costs ten times that.
-    if len(messages) >= len(previous) and messages[: len(previous)] == previous:
-        return messages, fitting_formats(messages[len(previous) :], fits)
-    return messages, fitting_formats(messages)
+class SeenFits:
+    """The formats a list fits, for a caller that sees it grow turn by turn (an estimator, a
+    pruner, a guard): when a list extends the one seen last, only the new messages are read.
+
+    A message counts as seen when it is the same dict (or an equal one) and the fields that
+    tell a format (role, type, content, parts, tool calls) are the same objects: a field
+    replaced in place (``message["content"] = [...]``, ``message["role"] = "system"``) is
+    read again. Lists with messages that are not dicts are compared as lists.
+    """
+
+    __slots__ = ("_msgs", "_refs", "_versions", "fits")
+
+    def __init__(self) -> None:
+        self._msgs: list[Any] = []
+        self._refs: list[list[Any]] = [[] for _ in _DETECT_KEYS]
+        self._versions = DictVersions()
+        #: The formats every message of the last list fits.
+        self.fits: frozenset[MessageFormat] = ANY_FORMAT
+
+    def narrow(self, messages: Sequence[Any]) -> frozenset[MessageFormat]:
+        """:func:`fitting_formats` of ``messages``, reading only what was not seen."""
+        msgs = list(messages)
+        seen = len(self._msgs)
+        if not seen or self._changed(msgs, seen):
+            self.fits = fitting_formats(msgs)
+            self._refs = [[] for _ in _DETECT_KEYS]
+            new = msgs
+        else:
+            self.fits = fitting_formats(msgs[seen:], self.fits)
+            new = msgs[seen:]
+        # Fields are kept while every message is a dict (the seen ones were, if kept).
+        if len(self._refs[0]) == len(msgs) - len(new) and all(type(m) is dict for m in new):
+            for key, refs in zip(_DETECT_KEYS, self._refs, strict=True):
+                refs.extend(map(dict.get, new, repeat(key)))
+        else:
+            self._refs = [[] for _ in _DETECT_KEYS]
+        self._msgs = msgs
+        return self.fits
+
+    def _changed(self, msgs: list[Any], seen: int) -> bool:
+        """Whether the first ``seen`` of ``msgs`` differ from the list read last."""
+        if len(self._refs[0]) == seen:  # all dicts then: their fields are checked too
+            kept = unchanged_prefix(msgs, self._msgs, self._refs, _DETECT_KEYS, self._versions)
+            return kept != seen
+        # A list comparison checks identity before ``==``: a few ns a message.
+        return len(msgs) < seen or msgs[:seen] != self._msgs
 
 
 def pick_format(fits: frozenset[MessageFormat], default: str) -> str:
