@@ -10,7 +10,9 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};
 
-use crate::py_read::{exact_str, field, get_or_none, json_dumps, plain_json, push_text, Counts};
+use crate::py_read::{
+    as_exact_str, exact_str, field, get_all, json_dumps, plain_json, push_text, Counts,
+};
 use crate::py_weigh::Fields;
 
 /// A `tool_use` block: one call, its input's JSON text and its name as arguments.
@@ -96,15 +98,15 @@ fn block<'py>(
 
 /// What the Python path would count in message `m`, its strings pushed to `strings` (texts,
 /// then tool-call arguments); or `Err(())` when it is not a plain Anthropic message. The
-/// content is read once: the strings counted are those of [`Fields::refs`], `(content,)`.
+/// content is read once: the strings counted are those of [`Fields::refs`], `(content, role)`.
 pub(crate) fn fields_of<'py>(
     m: &Bound<'py, PyAny>,
     strings: &mut Vec<Bound<'py, PyString>>,
 ) -> Result<Fields<'py>, ()> {
     let py = m.py();
     let m = m.cast_exact::<PyDict>().map_err(|_| ())?;
-    let content = get_or_none(m, intern!(py, "content"))?;
-    let role = exact_str(m, intern!(py, "role"))?;
+    let [content, role] = get_all(m, [intern!(py, "content"), intern!(py, "role")])?;
+    let role = as_exact_str(&role)?;
     if !matches!(role.to_str().map_err(|_| ())?, "user" | "assistant") {
         return Err(());
     }
@@ -116,6 +118,6 @@ pub(crate) fn fields_of<'py>(
             block(&raw, strings, &mut counts)?;
         }
     }
-    let refs = PyTuple::new(py, [content]).map_err(|_| ())?;
+    let refs = PyTuple::new(py, [content, role.into_any()]).map_err(|_| ())?;
     Ok(counts.into_fields(refs, strings))
 }

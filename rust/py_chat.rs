@@ -4,7 +4,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
-use crate::py_read::{exact_str, field, get_all, push_text};
+use crate::py_read::{as_exact_str, exact_str, field, get_all, push_text};
 use crate::py_weigh::Fields;
 
 /// Roles of Chat Completions messages (`function`: the result of a legacy `function_call`).
@@ -42,7 +42,8 @@ fn push_calls<'py>(
 /// What the Python fast path would count in message `m`, its strings pushed to `strings`; or
 /// `Err(())` when it is not a plain Chat Completions dict (the Python path then takes it).
 /// Each field is read once: the strings counted are those of [`Fields::refs`], `(content,
-/// tool_calls, reasoning_content)`.
+/// tool_calls, reasoning_content, role, name, function_call, tool_call_id)`, every field the
+/// count depends on.
 pub(crate) fn fields_of<'py>(
     m: &Bound<'py, PyAny>,
     strings: &mut Vec<Bound<'py, PyString>>,
@@ -55,14 +56,18 @@ pub(crate) fn fields_of<'py>(
             intern!(py, "content"),
             intern!(py, "tool_calls"),
             intern!(py, "reasoning_content"),
+            intern!(py, "role"),
+            intern!(py, "name"),
+            intern!(py, "function_call"),
+            intern!(py, "tool_call_id"),
         ],
     )?;
-    let role = exact_str(m, intern!(py, "role"))?;
+    let [content, calls, reasoning, role, _, legacy, call_id] = &read;
+    let role = as_exact_str(role)?;
     let role = role.to_str().map_err(|_| ())?;
-    if !ROLES.contains(&role) || field(m, intern!(py, "function_call"))?.is_some() {
+    if !ROLES.contains(&role) || !legacy.is_none() {
         return Err(());
     }
-    let [content, calls, reasoning] = &read;
     let mut texts = push_text(content, strings)?;
     let (mut args, mut calls_made) = (0, 0);
     if role == "assistant" {
@@ -71,10 +76,12 @@ pub(crate) fn fields_of<'py>(
         calls_made = push_calls(calls, strings)?;
         args = strings.len() - before;
     } else if role == "tool" {
-        exact_str(m, intern!(py, "tool_call_id"))?;
+        as_exact_str(call_id)?;
     }
+    let system = role == "system" || role == "developer";
     Ok(Fields {
-        system: role == "system" || role == "developer",
+        system,
+        // Counted when present, whatever its value, as the Python path counts it.
         named: m.contains(intern!(py, "name")).map_err(|_| ())?,
         texts,
         args,

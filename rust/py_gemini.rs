@@ -10,7 +10,9 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};
 
-use crate::py_read::{exact_str, field, get_or_none, json_dumps, plain_json, push_text, Counts};
+use crate::py_read::{
+    as_exact_str, exact_str, field, get_all, json_dumps, plain_json, push_text, Counts,
+};
 use crate::py_weigh::Fields;
 
 /// The `camelCase` part keys the Python reader turns into `snake_case` (`_CAMEL` in
@@ -131,16 +133,16 @@ fn part<'py>(
 
 /// What the Python path would count in content `m`, its strings pushed to `strings` (texts,
 /// then call arguments); or `Err(())` when it is not a plain content. The parts are read once:
-/// the strings counted are those of [`Fields::refs`], `(parts,)`, or made from them.
+/// the strings counted are those of [`Fields::refs`], `(parts, role)`, or made from them.
 pub(crate) fn fields_of<'py>(
     m: &Bound<'py, PyAny>,
     strings: &mut Vec<Bound<'py, PyString>>,
 ) -> Result<Fields<'py>, ()> {
     let py = m.py();
     let m = m.cast_exact::<PyDict>().map_err(|_| ())?;
-    let parts = get_or_none(m, intern!(py, "parts"))?;
+    let [parts, role] = get_all(m, [intern!(py, "parts"), intern!(py, "role")])?;
     if m.contains(intern!(py, "role")).map_err(|_| ())? {
-        let role = exact_str(m, intern!(py, "role"))?;
+        let role = as_exact_str(&role)?;
         if !matches!(
             role.to_str().map_err(|_| ())?,
             "user" | "model" | "function"
@@ -152,6 +154,6 @@ pub(crate) fn fields_of<'py>(
     for raw in parts.cast_exact::<PyList>().map_err(|_| ())?.iter() {
         part(&raw, strings, &mut counts)?;
     }
-    let refs = PyTuple::new(py, [parts]).map_err(|_| ())?;
+    let refs = PyTuple::new(py, [parts, role]).map_err(|_| ())?;
     Ok(counts.into_fields(refs, strings))
 }

@@ -22,6 +22,15 @@ pub(crate) fn exact_str<'py>(
     }
 }
 
+/// `v` when it is exactly a `str` (a field read with [`get_all`]: what [`exact_str`] takes).
+pub(crate) fn as_exact_str<'py>(v: &Bound<'py, PyAny>) -> Result<Bound<'py, PyString>, ()> {
+    if v.is_exact_instance_of::<PyString>() {
+        v.cast::<PyString>().cloned().map_err(|_| ())
+    } else {
+        Err(())
+    }
+}
+
 /// `d[key]`, `None` when absent or `None`; `Err(())` when the lookup raised.
 pub(crate) fn field<'py>(
     d: &Bound<'py, PyDict>,

@@ -10,7 +10,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
-use crate::py_read::{exact_str, field, get_all, push_text};
+use crate::py_read::{as_exact_str, exact_str, field, get_all, push_text};
 use crate::py_weigh::Fields;
 
 /// Most `{` and `[` in a call's arguments the walk takes: beyond, the Python reader checks
@@ -75,7 +75,8 @@ fn summary_text(summary: Option<Bound<'_, PyAny>>) -> Result<Option<Bound<'_, Py
 
 /// What the Python path would count in item `m`, its strings pushed to `strings` (texts, then
 /// call arguments); or `Err(())` when it is not a plain item. The strings counted are those of
-/// [`Fields::refs`], `(content, arguments, output, summary)`, or made from them.
+/// [`Fields::refs`], `(content, arguments, output, summary, type, role, name, call_id)`, or
+/// made from them: every field the count depends on.
 pub(crate) fn fields_of<'py>(
     m: &Bound<'py, PyAny>,
     strings: &mut Vec<Bound<'py, PyString>>,
@@ -87,23 +88,26 @@ pub(crate) fn fields_of<'py>(
         intern!(py, "arguments"),
         intern!(py, "output"),
         intern!(py, "summary"),
+        intern!(py, "type"),
+        intern!(py, "role"),
+        intern!(py, "name"),
+        intern!(py, "call_id"),
     ];
     let refs = get_all(m, keys)?;
-    let [content, arguments, output, summary] = &refs;
-    let kind = field(m, intern!(py, "type"))?;
-    let kind = match &kind {
+    let [content, arguments, output, summary, kind, role, name, call_id] = &refs;
+    let kind_str = if kind.is_none() {
+        None
+    } else {
+        Some(as_exact_str(kind)?)
+    };
+    let kind = match &kind_str {
         None => "message",
-        Some(kind) if kind.is_exact_instance_of::<PyString>() => kind
-            .cast::<PyString>()
-            .map_err(|_| ())?
-            .to_str()
-            .map_err(|_| ())?,
-        Some(_) => return Err(()),
+        Some(kind) => kind.to_str().map_err(|_| ())?,
     };
     let (mut system, mut texts, mut args, mut calls) = (false, 0, 0, 0);
     match kind {
         "message" => {
-            let role = exact_str(m, intern!(py, "role"))?;
+            let role = as_exact_str(role)?;
             let role = role.to_str().map_err(|_| ())?;
             if !matches!(role, "system" | "developer" | "user" | "assistant") {
                 return Err(());
@@ -113,8 +117,8 @@ pub(crate) fn fields_of<'py>(
         }
         "function_call" => {
             let arguments = arguments.cast_exact::<PyString>().map_err(|_| ())?;
-            exact_str(m, intern!(py, "call_id"))?;
-            let name = exact_str(m, intern!(py, "name"))?;
+            as_exact_str(call_id)?;
+            let name = as_exact_str(name)?;
             let raw = arguments.to_str().map_err(|_| ())?;
             if raw.bytes().filter(|&b| b == b'{' || b == b'[').count() > MAX_BRACKETS {
                 return Err(());
@@ -123,7 +127,7 @@ pub(crate) fn fields_of<'py>(
             args = push_text(arguments.as_any(), strings)? + push_text(name.as_any(), strings)?;
         }
         "function_call_output" => {
-            exact_str(m, intern!(py, "call_id"))?;
+            as_exact_str(call_id)?;
             texts = content_texts(output, strings)?;
         }
         "reasoning" => {

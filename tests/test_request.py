@@ -456,6 +456,44 @@ def test_a_field_that_tells_the_format_replaced_in_place_is_read_again(
     assert reused == fresh
 
 
+@pytest.mark.parametrize(
+    ("model", "message", "field", "value"),
+    [
+        ("gpt-4o", {"role": "user", "content": "hi"}, "name", "bob"),
+        ("gpt-4o", {"role": "system", "content": "be brief"}, "role", "user"),
+        (
+            "gpt-4o",
+            {"role": "assistant", "content": "ok"},
+            "function_call",
+            {"name": "bash", "arguments": '{"command": "ls -la /tmp /var /etc"}'},
+        ),
+        (
+            "gpt-5",
+            {"type": "function_call", "call_id": "c", "name": "b", "arguments": "{}"},
+            "name",
+            "a_much_longer_function_name_here",
+        ),
+        (
+            "gpt-5",
+            {"type": "message", "role": "user", "content": "be brief"},
+            "role",
+            "developer",
+        ),
+    ],
+    ids=["chat-name", "chat-role", "chat-function_call", "responses-name", "responses-role"],
+)
+def test_every_counted_field_replaced_in_place_is_noticed(
+    model: str, message: dict[str, Any], field: str, value: object
+) -> None:
+    est = RequestEstimator(model)
+    history = [message]
+    before = est.estimate(history)
+    message[field] = value
+    after = est.estimate(history)
+    assert after == estimate_request(copy.deepcopy(history), model=model)
+    assert (after.total, after.components.system) != (before.total, before.components.system)
+
+
 def test_failed_estimate_leaves_the_estimator_as_it_was() -> None:
     est = RequestEstimator("gpt-4o")
     history = text_chat(4)

@@ -431,11 +431,16 @@ _Weighed = tuple[bool, float, float, int, int, bool]
 
 _CHAT_KNOWN_PART = frozenset({"text", "refusal"})
 _FAST_KEYS: dict[str, tuple[str, ...]] = {
-    "openai_chat": ("content", "tool_calls", "reasoning_content"),
-    "openai_responses": ("content", "arguments", "output", "summary"),
-    "anthropic": ("content",),
-    "gemini": ("parts",),
-}
+    "openai_chat": (
+        "content", "tool_calls", "reasoning_content", "role", "name", "function_call",
+        "tool_call_id",
+    ),
+    "openai_responses": (
+        "content", "arguments", "output", "summary", "type", "role", "name", "call_id",
+    ),
+    "anthropic": ("content", "role"),
+    "gemini": ("parts", "role"),
+}  # fmt: skip
 
 
 #: Chat Completions roles (``function``: the result of a legacy ``function_call``).
