@@ -390,6 +390,20 @@ def test_a_result_whose_call_id_is_edited_in_place_is_checked_again(
     assert len(server.bodies) == sent
 
 
+def test_invalidate_after_a_nested_edit() -> None:
+    def send(request: GuardedRequest) -> dict[str, Any]:
+        return {"usage": {"prompt_tokens": request.estimate.raw.total}}
+
+    history = [{"role": "user", "content": [{"type": "text", "text": "hello"}]}]
+    guard = ContextGuard(MODEL, budget=BUDGET)
+    guard.send(send, history)
+    history[0]["content"].append({"type": "text", "text": "long " * 1000})  # in place
+    stale = guard.send(send, history).request.estimate.raw.total
+    guard.invalidate(history[0])
+    counted = guard.send(send, history).request.estimate.raw.total
+    assert counted == estimate_request(copy.deepcopy(history), model=MODEL).total > stale
+
+
 def test_sync_send_refuses_an_async_summarizer() -> None:
     async def summarize(prompt: str, max_tokens: int) -> str:
         return "summary"

@@ -265,6 +265,26 @@ def test_old_outputs_stubbed_oldest_first_and_tail_kept() -> None:
     assert result.tail_start <= 13
 
 
+def test_invalidate_after_a_nested_edit_matches_a_fresh_pruner() -> None:
+    msgs = _two_turns()
+    msgs[2]["content"] = [{"type": "text", "text": msgs[2]["content"]}]
+    pruner = Pruner(window=64_000)
+    first = pruner.prune(msgs)
+    assert first.pruned[0].call_id == "c0"
+    msgs[2]["content"].append({"type": "text", "text": "more output " * 500})  # in place
+    stale = pruner.prune(msgs)
+    assert stale.pruned[0].tokens == first.pruned[0].tokens  # not seen, as documented
+    pruner.invalidate(msgs[2])
+    again = pruner.prune(msgs)
+    fresh = Pruner(window=64_000).prune(copy.deepcopy(msgs))
+    assert again.pruned[0].tokens > first.pruned[0].tokens
+    assert again.pruned == fresh.pruned
+    assert (again.tokens_before, again.tokens_after) == (fresh.tokens_before, fresh.tokens_after)
+    assert again.messages == fresh.messages
+    pruner.invalidate()  # everything: the same again
+    assert pruner.prune(msgs).messages == fresh.messages
+
+
 def test_threshold_gates_pruning_when_the_request_fits() -> None:
     no_tail = {"tail_min": 0, "tail_max": 0, "min_turns": 0}
     small = _two_turns(big_words=60)  # outputs under min_output_tokens: never stubbed

@@ -257,6 +257,23 @@ class ContextGuard:
         self._limit: StatedLimit | None = None
         self._memory = SummaryMemory()
 
+    def invalidate(self, message: Any = None) -> None:
+        """Forget what was read of ``message`` (or of every message, when it is None) after
+        editing it in place below its fields (``message["content"].append(...)``): replaced
+        fields are noticed without it (see
+        :meth:`~ctxbudget.request.RequestEstimator.invalidate`). Counts, sizes, stubs made of
+        it and the reading of the list are made anew on the next send; what was learned (the
+        calibration, which outputs stay stubbed, summaries) stays."""
+        with self._lock:
+            self._raw.invalidate(message)
+            if self.tracker is not None:
+                self.tracker.invalidate(message)
+            self._pruner.invalidate(message)
+            self._scans.clear()
+            self._pairing = GrowingPairing()
+            self._fits_seen = SeenFits()
+            self._candidates = StubCandidates(self.encoding, self.config)
+
     # -- the two drivers
 
     def send(

@@ -336,6 +336,23 @@ class Pruner:
         with self._lock:
             return self._prune(messages, system, tools, max_tokens, why, run_start)
 
+    def invalidate(self, message: Any = None) -> None:
+        """Forget what was read of ``message`` (or of every message, when it is None) after
+        editing it in place below its fields (``message["content"].append(...)``, see
+        :meth:`~ctxbudget.request.RequestEstimator.invalidate`): its count, its outputs'
+        sizes and stubs, and the reading of the list, which the next call makes anew. What
+        the format was found to be stays."""
+        with self._lock:
+            self._history_est.invalidate(message)  # the view's estimator shares its counts
+            gone = None if message is None else id(message)
+            self._sizes = {k: v for k, v in self._sizes.items() if gone not in (None, k[0])}
+            self._stubs = {k: v for k, v in self._stubs.items() if gone not in (None, k[0])}
+            self._scan = self._view_scan = None
+            self._undecided.clear()
+            self._fits_seen = SeenFits()
+            self._index = None
+            self._old_seen = ([], {})
+
     # -- the steps
 
     def _scanners(self, msgs: list[Any]) -> tuple[str, ScanCache, ScanCache]:
