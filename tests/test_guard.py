@@ -404,6 +404,50 @@ def test_invalidate_after_a_nested_edit() -> None:
     assert counted == estimate_request(copy.deepcopy(history), model=MODEL).total > stale
 
 
+def test_a_call_while_another_is_in_flight_keeps_its_stubs_apart() -> None:
+    """The lock is released while a request is in flight; a second call on the guard then
+    must not replace what the first one stubbed (its sticky stubs)."""
+
+    def history(tag: str, lines: int) -> list[dict[str, Any]]:
+        call = {
+            "id": f"c_{tag}",
+            "type": "function",
+            "function": {"name": "cat", "arguments": "{}"},
+        }
+        return [
+            {"role": "user", "content": f"read {tag}"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c_{tag}", "content": f"line of {tag}\n" * lines},
+        ]
+
+    def usage(request: GuardedRequest) -> dict[str, Any]:
+        return {"usage": {"prompt_tokens": request.estimate.raw.total}}
+
+    def sticky_after(concurrent: bool) -> int:
+        guard = ContextGuard(MODEL, window=32_000)
+        big, small = history("A", 20_000), history("B", 10)
+        in_flight, release = threading.Event(), threading.Event()
+        stubbed = []
+
+        def send_big(request: GuardedRequest) -> dict[str, Any]:
+            stubbed.append(request.messages[2] is not big[2])
+            in_flight.set()
+            release.wait(10)
+            return usage(request)
+
+        thread = threading.Thread(target=guard.send, args=(send_big, big))
+        thread.start()
+        assert in_flight.wait(10)
+        if concurrent:
+            guard.send(usage, small)  # fits: stubs nothing
+        release.set()
+        thread.join(10)
+        assert stubbed == [True]
+        return len(guard._sticky._by_id)
+
+    assert sticky_after(concurrent=False) == sticky_after(concurrent=True) == 1
+
+
 def test_sync_send_refuses_an_async_summarizer() -> None:
     async def summarize(prompt: str, max_tokens: int) -> str:
         return "summary"

@@ -39,7 +39,7 @@ import logging
 import math
 import threading
 from collections.abc import Awaitable, Callable, Generator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Literal, TypeVar
 
 from ctxbudget.budget import ContextWindowBudget
@@ -144,6 +144,9 @@ class _Call:
     run_start: bool
     events: list[ContextEvent]
     fmt: str
+    #: The stubs the largest-first step made in the call's latest view (kept per call: the
+    #: guard's lock is released while a request is in flight, and another call may run).
+    made: list[tuple[Any, int, str]] = field(default_factory=list)
 
 
 #: The two steps of a call that do I/O, yielded by the flow to its driver:
@@ -249,7 +252,6 @@ class ContextGuard:
         self._fits_seen = SeenFits()
         self._candidates = StubCandidates(self.encoding, self.config)
         self._sticky = StickyStubs()
-        self._made: list[tuple[Any, int, str]] = []
         # Calibrated / raw input of the last request (what the provider counts per estimated
         # token); a cold guard starts from the tracker's cold factor.
         self._ratio = self.tracker.cold_factor if self.tracker is not None else 1.0
@@ -397,7 +399,7 @@ class ContextGuard:
                     second, model=self.model, reason="still too long after one recovery"
                 ) from again
             request = retry
-        self._sticky.remember(call.fmt, self._made)
+        self._sticky.remember(call.fmt, call.made)
         recorded = self._observe(request, response)
         return GuardResult(response, request, tuple(events), overflow, recorded)
 
@@ -516,7 +518,7 @@ class ContextGuard:
             """The pruned view of ``msgs`` with old results stubbed as needed, its estimate,
             and whether its fresh tail with the largest summary is over the room
             (compaction keeps the tail: it cannot make the request fit then)."""
-            self._made = []  # the stubs of the view this makes (an earlier view's are gone)
+            call.made.clear()  # the stubs of the view this makes (an earlier view's are gone)
             pruned = self._pruner.prune(
                 msgs, system=system, tools=tools, max_tokens=max_tokens, reason=reason,
                 run_start=call.run_start,
@@ -642,9 +644,11 @@ class ContextGuard:
             # Sizes are raw estimates: scale what is over by the calibration's ratio.
             ratio = est.total / max(1, est.raw.total)
             need = math.ceil(room.over(est) / ratio)
-            out, n = self._stub_results(call.fmt, view, need, fresh_from)
-            if not n:
+            out, made = self._stub_results(call.fmt, view, need, fresh_from)
+            if not made:
                 break
+            call.made.extend(made)
+            n = len(made)
             view, stubbed = out, stubbed + n
             est = self._estimate(view, call.system, call.tools, max_tokens)
         if stubbed:
@@ -658,13 +662,12 @@ class ContextGuard:
 
     def _stub_results(
         self, fmt: str, view: list[Any], need: int, fresh_from: int | None
-    ) -> tuple[list[Any], int]:
+    ) -> tuple[list[Any], list[tuple[Any, int, str]]]:
         out, made = stub_largest(
             fmt, view, self._scan(fmt, view), need, candidates=self._candidates,
             rescan=lambda out: self._scan(fmt, out), fresh_from=fresh_from,
         )  # fmt: skip
-        self._made += made
-        return out, len(made)
+        return out, made
 
     def _check_pairing(self, fmt: str, view: list[Any]) -> None:
         """Raise :class:`~ctxbudget.turns.PairingError` unless ``view`` pairs every call
