@@ -529,7 +529,9 @@ def _count_parts(
             attach += at
             exact = exact and ex
         elif kind == "other":
-            extra = {k: v for k, v in p.extra.items() if not k.startswith("_")}
+            extra = {
+                k: v for k, v in p.extra.items() if not (isinstance(k, str) and k.startswith("_"))
+            }
             if extra:
                 text += count(json.dumps(extra, ensure_ascii=False, default=str))
         else:
@@ -567,14 +569,18 @@ def _surrogate_field(value: Any, path: str = "") -> str:
             return path or "content"
         return ""
     if isinstance(value, Mapping):
-        items: Iterable[tuple[str, Any]] = (
-            (f"{path}.{k}" if path else str(k), v) for k, v in value.items()
-        )
-    elif isinstance(value, list | tuple):
-        items = ((f"{path}[{i}]", v) for i, v in enumerate(value))
-    else:
+        for k, v in value.items():
+            # A key without a UTF-8 form is named escaped: the error must be printable.
+            name = k.encode("utf-8", "backslashreplace").decode() if isinstance(k, str) else k
+            p = f"{path}.{name}" if path else str(name)
+            key = _surrogate_field(k, p) if isinstance(k, str) else ""
+            if found := key or _surrogate_field(v, p):
+                return found
         return ""
-    return next((f for p, v in items if (f := _surrogate_field(v, p))), "")
+    if isinstance(value, list | tuple):
+        items = ((f"{path}[{i}]", v) for i, v in enumerate(value))
+        return next((f for p, v in items if (f := _surrogate_field(v, p))), "")
+    return ""
 
 
 #: What a value that could not be copied is compared with: only itself.
@@ -1020,14 +1026,22 @@ class RequestEstimator:
         if _unchanged(system, ref, snapshot):
             return value
         count = self._count_fn()
-        if isinstance(system, str):
-            value = (count(system) if system else 0, True)
-        else:
-            from ctxbudget.messages import _system_messages
+        try:
+            if isinstance(system, str):
+                value = (count(system) if system else 0, True)
+            else:
+                from ctxbudget.messages import _system_messages
 
-            msg = _system_messages(system)[0]
-            text, _, _, attach, exact = _count_parts(msg.parts, count, self.profile.image_rule)
-            value = (text + attach, exact)
+                parts = _system_messages(system)[0].parts
+                text, _, _, attach, exact = _count_parts(parts, count, self.profile.image_rule)
+                value = (text + attach, exact)
+        except UnicodeEncodeError as e:
+            raise MessageFormatError(
+                f"text with a lone surrogate at position {e.start} (no UTF-8 form)",
+                None,
+                _surrogate_field(system, "system"),
+                fmt,
+            ) from e
         self._system_seen = (system, _snapshot(system), value)
         return value
 

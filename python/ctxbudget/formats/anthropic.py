@@ -14,7 +14,7 @@ from ctxbudget.formats.common import (
     _args_object,
     _as_b64,
     _call_id,
-    _check_depth,
+    _check_json,
     _extra,
     _read_content,
     _Reader,
@@ -97,7 +97,7 @@ def _anth_block(r: _Reader, raw: object, path: str) -> Part:
             "tool_call",
             call_id=r.str_(block, "id", f"{path}."),
             name=r.str_(block, "name", f"{path}."),
-            arguments=_check_depth(
+            arguments=_check_json(
                 r, r.mapping(block.get("input"), f"{path}.input"), f"{path}.input"
             ),
             provider="anthropic",
@@ -135,7 +135,9 @@ def _anth_block(r: _Reader, raw: object, path: str) -> Part:
             extra=_rest(block, ("type", "data")) | {"_redacted": True},
         )
     if isinstance(kind, str) and kind in _ANTH_BLOCK_TYPES:
-        return Part("other", provider="anthropic", extra=_check_depth(r, dict(block), path))
+        return Part(
+            "other", provider="anthropic", extra=_check_json(r, dict(block), path, strict=False)
+        )
     raise r.fail(f"{path}.type", f"unknown content block type {kind!r}")
 
 

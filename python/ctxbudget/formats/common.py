@@ -133,10 +133,11 @@ def _call_id(part: Part, w: _Writer) -> str:
 #: later ``json.dumps`` (estimating, converting) would raise ``RecursionError`` far from the
 #: message, so the reader refuses it with the message index and field instead.
 _MAX_JSON_DEPTH = 256
+_TOO_DEEP = f"JSON value nested deeper than {_MAX_JSON_DEPTH} levels"
 
 
 def _too_deep(r: _Reader, path: str) -> MessageFormatError:
-    return r.fail(path, f"JSON value nested deeper than {_MAX_JSON_DEPTH} levels")
+    return r.fail(path, _TOO_DEEP)
 
 
 def _check_depth(r: _Reader, value: Any, path: str) -> Any:
@@ -154,6 +155,97 @@ def _check_depth(r: _Reader, value: Any, path: str) -> Any:
             raise _too_deep(r, path)
         stack.extend((child, depth + 1) for child in children)
     return value
+
+
+#: Integers below 2**2048 have at most 617 digits: fewer than any limit the interpreter can
+#: set on converting an integer to text (``sys.set_int_max_str_digits``, at least 640).
+_SAFE_INT_BITS = 2048
+
+
+def _json_problem(value: Any, *, strict: bool = True) -> tuple[str, str] | None:
+    """Where and why ``json.dumps(value, ensure_ascii=False).encode()`` would fail: (the field
+    path below ``value``, the reason), or ``None`` when it would not.
+
+    Estimating and converting write tool-call arguments, tool schemas and blocks kept
+    verbatim as JSON text long after they were read; this check, made when they are read,
+    lets that fail with the message and field instead of a bare ``TypeError`` (bytes, a set,
+    a tuple key), ``ValueError`` (an integer too long to write) or ``UnicodeEncodeError`` (a
+    lone surrogate: no UTF-8 form, so no JSON text a provider reads). A value nested deeper
+    than :data:`_MAX_JSON_DEPTH` is reported at its root (path ``""``). Walked without
+    recursion. ``strict=False`` is for what is written with ``default=str`` (blocks kept
+    verbatim, built-in tools): any other leaf object is written as its ``str``, so it passes.
+    """
+    # An entry: (item, depth, parent entry, key or index, whether an index); the path is
+    # joined from the parent entries only when something fails.
+    stack: list[tuple[Any, int, Any, Any, bool]] = [(value, 1, None, None, False)]
+    while stack:
+        entry = stack.pop()
+        item, depth = entry[0], entry[1]
+        why = None
+        if isinstance(item, str):
+            why = _no_utf8(item)
+        elif isinstance(item, dict) or (not strict and isinstance(item, Mapping)):
+            if depth > _MAX_JSON_DEPTH:
+                return "", _TOO_DEEP
+            for key, child in item.items():
+                if isinstance(key, str):
+                    why = _no_utf8(key)
+                elif key is None or isinstance(key, int | float):
+                    why = _no_int_text(key)
+                else:
+                    why = f"a key of type {type(key).__name__} (JSON keys are strings)"
+                if why:
+                    return _entry_path((key, depth + 1, entry, key, False)), why
+                stack.append((child, depth + 1, entry, key, False))
+        elif isinstance(item, list | tuple):
+            if depth > _MAX_JSON_DEPTH:
+                return "", _TOO_DEEP
+            stack.extend((child, depth + 1, entry, i, True) for i, child in enumerate(item))
+        elif isinstance(item, int):
+            why = _no_int_text(item)
+        elif strict and not (item is None or isinstance(item, float)):
+            why = f"not a JSON value: {type(item).__name__}"
+        if why:
+            return _entry_path(entry), why
+    return None
+
+
+def _no_utf8(text: str) -> str | None:
+    if text.isascii():  # a flag of the string: no scan
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        return f"text with a lone surrogate at position {e.start} (no UTF-8 form)"
+    return None
+
+
+def _no_int_text(number: Any) -> str | None:
+    if not isinstance(number, int) or number.bit_length() <= _SAFE_INT_BITS:
+        return None
+    try:
+        int.__repr__(number)
+    except ValueError:
+        return "not a JSON value: an integer too long to write as text"
+    return None
+
+
+def _entry_path(entry: tuple[Any, int, Any, Any, bool]) -> str:
+    labels: list[str] = []
+    while entry[2] is not None:
+        labels.append(f"[{entry[3]}]" if entry[4] else f".{entry[3]}")
+        entry = entry[2]
+    return "".join(reversed(labels))
+
+
+def _check_json(r: _Reader, value: Any, path: str, *, strict: bool = True) -> Any:
+    """``value`` itself, after checking that it can be written as JSON text (see
+    :func:`_json_problem`); the error names the field below ``path`` (``""``: the message)."""
+    problem = _json_problem(value, strict=strict)
+    if problem is None:
+        return value
+    where, why = problem
+    raise r.fail(f"{path}{where}" if path else (where.removeprefix(".") or "message"), why)
 
 
 def _parse_args(r: _Reader, raw: str, path: str) -> Any:

@@ -15,7 +15,7 @@ from typing import Any
 from ctxbudget.formats.common import (
     _SYNTH_ID,
     _args_object,
-    _check_depth,
+    _check_json,
     _genai_to_dict,
     _parts_text,
     _Reader,
@@ -110,7 +110,7 @@ def _gem_part(r: _Reader, raw: object, path: str) -> Part:
         )
     if "file_data" in block:
         fd = _snake(r.mapping(block["file_data"], f"{path}.file_data"))
-        media = fd.get("mime_type")
+        media = r.str_(fd, "mime_type", f"{path}.file_data.", required=False)
         return Part(
             _media_kind(media or ""),
             url=r.str_(fd, "file_uri", f"{path}.file_data."),
@@ -126,7 +126,7 @@ def _gem_part(r: _Reader, raw: object, path: str) -> Part:
             "tool_call",
             call_id=r.str_(fc, "id", f"{path}.function_call.", required=False),
             name=r.str_(fc, "name", f"{path}.function_call."),
-            arguments=_check_depth(
+            arguments=_check_json(
                 r,
                 dict(r.mapping(fc.get("args") or {}, f"{path}.function_call.args")),
                 f"{path}.function_call.args",
@@ -156,7 +156,9 @@ def _gem_part(r: _Reader, raw: object, path: str) -> Part:
             extra=_rest(block, ("function_response", "thought_signature"))
             | {"_fr": _rest(fr, ("id", "name", "response"))},
         )
-    return Part("other", signature=sig, provider="gemini", extra=_check_depth(r, block, path))
+    return Part(
+        "other", signature=sig, provider="gemini", extra=_check_json(r, block, path, strict=False)
+    )
 
 
 def _media_kind(media_type: str) -> PartKind:

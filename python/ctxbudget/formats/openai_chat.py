@@ -61,13 +61,14 @@ def _chat_part(r: _Reader, raw: object, path: str) -> Part:
         )
     if kind == "file":
         info = r.mapping(block.get("file"), f"{path}.file")
-        media, data = _parse_data_url(info.get("file_data") or "")
+        file_data = r.str_(info, "file_data", f"{path}.file.", required=False)
+        media, data = _parse_data_url(file_data or "")
         return Part(
             "document",
-            media_type=media or ("application/pdf" if info.get("file_data") else None),
-            data=data if data is not None else info.get("file_data"),
-            url=info.get("file_id"),
-            name=info.get("filename"),
+            media_type=media or ("application/pdf" if file_data else None),
+            data=data if data is not None else file_data,
+            url=r.str_(info, "file_id", f"{path}.file.", required=False),
+            name=r.str_(info, "filename", f"{path}.file.", required=False),
         )
     if kind == "refusal":
         return Part("text", text=r.str_(block, "refusal", f"{path}."), extra={"_refusal": True})

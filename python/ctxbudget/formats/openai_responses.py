@@ -14,7 +14,7 @@ from typing import Any
 from ctxbudget.formats.common import (
     _args_string,
     _call_id,
-    _check_depth,
+    _check_json,
     _data_url,
     _extra,
     _parse_args,
@@ -73,7 +73,7 @@ def _resp_part(r: _Reader, raw: object, path: str) -> Part:
     if kind == "refusal":
         return Part("text", text=r.str_(block, "refusal", f"{path}."), extra={"_refusal": True})
     if kind == "input_image":
-        url = block.get("image_url")
+        url = r.str_(block, "image_url", f"{path}.", required=False)
         media, data = _parse_data_url(url or "")
         return Part(
             "image",
@@ -85,19 +85,22 @@ def _resp_part(r: _Reader, raw: object, path: str) -> Part:
             extra=_rest(block, ("type", "image_url", "detail")),
         )
     if kind == "input_file":
-        media, data = _parse_data_url(block.get("file_data") or "")
+        file_data = r.str_(block, "file_data", f"{path}.", required=False)
+        media, data = _parse_data_url(file_data or "")
         return Part(
             "document",
-            media_type=media or ("application/pdf" if block.get("file_data") else None),
-            data=data if data is not None else block.get("file_data"),
-            url=block.get("file_id") or block.get("file_url"),
-            name=block.get("filename"),
+            media_type=media or ("application/pdf" if file_data else None),
+            data=data if data is not None else file_data,
+            url=r.str_(block, "file_id", f"{path}.", required=False)
+            or r.str_(block, "file_url", f"{path}.", required=False),
+            name=r.str_(block, "filename", f"{path}.", required=False),
             provider="openai_responses",
             extra=_rest(block, ("type", "file_data", "file_id", "filename")),
         )
     if kind == "input_audio":
         audio = r.mapping(block.get("input_audio"), f"{path}.input_audio")
-        return Part("audio", data=audio.get("data"), media_type=f"audio/{audio.get('format')}")
+        data = r.str_(audio, "data", f"{path}.input_audio.", required=False)
+        return Part("audio", data=data, media_type=f"audio/{audio.get('format')}")
     raise r.fail(f"{path}.type", f"unknown content part type {kind!r}")
 
 
@@ -155,7 +158,11 @@ def _read_responses(item: object, index: int) -> Message:
         )
         return Message("assistant", (part,), provider="openai_responses", source=item)
     if isinstance(kind, str) and kind in _RESP_ITEM_TYPES:
-        part = Part("other", provider="openai_responses", extra=_check_depth(r, dict(m), "message"))
+        part = Part(
+            "other",
+            provider="openai_responses",
+            extra=_check_json(r, dict(m), "", strict=False),
+        )
         return Message("assistant", (part,), provider="openai_responses", source=item)
     raise r.fail("type", f"unknown input item type {kind!r}")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ctxbudget.formats.common import _genai_to_dict
+from ctxbudget.formats.common import _genai_to_dict, _json_problem
 from ctxbudget.formats.gemini import _snake
 from ctxbudget.formats.model import FORMATS, MessageFormatError, ToolSpec
 
@@ -21,31 +21,63 @@ def _read_tools(tools: Sequence[Any]) -> tuple[ToolSpec, ...]:
         tool = _genai_to_dict(raw)
         if not isinstance(tool, Mapping):
             raise MessageFormatError("expected a tool object", index, "tools", None)
-        tool = _snake(tool)
-        if "function_declarations" in tool:
-            for decl in tool["function_declarations"] or []:
+        fields = _snake(tool)
+        if "function_declarations" in fields:
+            decls = fields["function_declarations"] or []
+            if not isinstance(decls, list | tuple):
+                raise _tool_error(index, ".function_declarations", "expected a list")
+            for j, decl in enumerate(decls):
+                if not isinstance(decl, Mapping):
+                    path = f".function_declarations[{j}]"
+                    raise _tool_error(index, path, "expected a function declaration object")
                 d = _snake(decl)
-                params = d.get("parameters_json_schema", d.get("parameters"))
-                out.append(ToolSpec(d.get("name", ""), d.get("description") or "", params, raw=raw))
+                schema = "parameters_json_schema" if "parameters_json_schema" in d else "parameters"
+                out.append(_function(index, d, f".function_declarations[{j}].", schema, raw))
             continue
-        kind = tool.get("type")
-        if kind == "function" and isinstance(tool.get("function"), Mapping):
-            fn = tool["function"]
-            params = fn.get("parameters")
-            out.append(ToolSpec(fn.get("name", ""), fn.get("description") or "", params, raw=raw))
-        elif kind == "function" and "name" in tool:
-            params = tool.get("parameters")
-            out.append(ToolSpec(tool["name"], tool.get("description") or "", params, raw=raw))
-        elif "input_schema" in tool:
-            params = tool["input_schema"]
-            out.append(ToolSpec(tool["name"], tool.get("description") or "", params, raw=raw))
-        elif isinstance(kind, str) or "name" in tool:
-            out.append(ToolSpec(str(tool.get("name", kind)), "", None, kind=str(kind), raw=raw))
+        kind = fields.get("type")
+        if kind == "function" and isinstance(fields.get("function"), Mapping):
+            out.append(_function(index, fields["function"], ".function.", "parameters", raw))
+        elif kind == "function" and "name" in fields:
+            out.append(_function(index, fields, ".", "parameters", raw))
+        elif "input_schema" in fields:
+            if "name" not in fields:
+                raise _tool_error(index, ".name", "missing")
+            out.append(_function(index, fields, ".", "input_schema", raw))
+        elif isinstance(kind, str) or "name" in fields:
+            # Built-in: estimated as its whole object, written as JSON with ``default=str``.
+            _check_tool_json(index, tool, "", strict=False)
+            out.append(ToolSpec(str(fields.get("name", kind)), "", None, kind=str(kind), raw=raw))
         else:
             raise MessageFormatError(
                 "not a tool definition in any known shape", index, "tools", None
             )
     return tuple(out)
+
+
+def _function(index: int, fn: Mapping[str, Any], path: str, schema: str, raw: Any) -> ToolSpec:
+    """A function tool from its fields ``fn`` (at ``path`` in tool ``index``), its JSON schema
+    at key ``schema``. What the estimator writes as JSON text (name, description, schema) is
+    checked here, so that a bad value fails naming the tool and field, not in ``json.dumps``."""
+    name, description, params = (
+        _check_tool_json(index, fn.get(key, default), f"{path}{key}")
+        for key, default in (("name", ""), ("description", None), (schema, None))
+    )
+    return ToolSpec(name, description or "", params, raw=raw)
+
+
+def _check_tool_json(index: int, value: Any, path: str, *, strict: bool = True) -> Any:
+    """``value`` (the field at ``path`` of tool ``index``) itself, after checking that it can be
+    written as JSON text (see ``common._json_problem``)."""
+    problem = _json_problem(value, strict=strict)
+    if problem is not None:
+        where, why = problem
+        raise _tool_error(index, f"{path}{where}", why)
+    return value
+
+
+def _tool_error(index: int, path: str, why: str) -> MessageFormatError:
+    """An error naming the tool's position (``index``) and the field, ``tools[i]<path>``."""
+    return MessageFormatError(why, index, f"tools[{index}]{path}", None)
 
 
 def _write_tools(tools: Sequence[Any], to: str) -> list[Any]:
