@@ -16,6 +16,7 @@ import sys
 import time
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -397,6 +398,35 @@ def test_converted_text_is_held_to_the_cap(tmp_path: Path) -> None:
         read_tool_file(path, max_bytes=size + 1000)
     assert caught.value.limit == size + 1000
     assert "row 0" in read_tool_file(path, max_bytes=1 << 20)
+
+
+def test_a_sheet_over_the_cap_is_read_no_further(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sheet's rows are parsed as they are read: the table stops at the cap, not after
+    the whole sheet (a large sheet took 64 s to be refused, 42 s since, on this machine)."""
+    import openpyxl
+    from openpyxl.worksheet._read_only import ReadOnlyWorksheet
+
+    workbook = openpyxl.Workbook()
+    sheet = workbook.active
+    assert sheet is not None
+    for row in range(3000):
+        sheet.append([f"row {row}", "the same words again and again", row])
+    path = tmp_path / "big.xlsx"
+    workbook.save(str(path))
+    read = []
+    rows = ReadOnlyWorksheet.iter_rows
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        for row in rows(self, *args, **kwargs):
+            read.append(row)
+            yield row
+
+    monkeypatch.setattr(ReadOnlyWorksheet, "iter_rows", counted)
+    with pytest.raises(FileTooLargeError, match="converted text"):
+        read_tool_file(path, max_bytes=path.stat().st_size + 1000)
+    assert 0 < len(read) < 3000
 
 
 def test_zip_bomb_is_refused_before_parsing(tmp_path: Path) -> None:

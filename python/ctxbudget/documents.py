@@ -338,6 +338,12 @@ class _Output:
             raise FileTooLargeError(self.path, self._size, self._limit, what="converted text")
         self._parts.append(line)
 
+    def check_room(self, more: int) -> None:
+        """Refuse now what is bound to go over the cap: at least ``more`` bytes to come."""
+        if self._size + more > self._limit:
+            size = self._size + more
+            raise FileTooLargeError(self.path, size, self._limit, what="converted text")
+
     def blank(self) -> None:
         """End a block: one empty line, never two."""
         if self._parts and self._parts[-1]:
@@ -360,9 +366,18 @@ def _cell(value: object) -> str:
 
 
 def _table(rows: Iterable[Iterable[object]], out: _Output) -> None:
-    """Rows as a markdown table, the first row as the header; empty rows and columns go."""
-    cells = [[_cell(value) for value in row] for row in rows]
-    cells = [row for row in cells if any(row)]
+    """Rows as a markdown table, the first row as the header; empty rows and columns go.
+
+    The table is held to the output's cap as its rows are read: a sheet's rows are only
+    parsed as they are asked for, and a sheet over the cap stops there."""
+    cells = []
+    size = 0
+    for row in rows:
+        texts = [_cell(value) for value in row]
+        if any(texts):
+            cells.append(texts)
+            size += sum(map(len, texts))  # characters: at most the bytes the table will take
+            out.check_room(size)
     if not cells:
         return
     width = max(len(row) for row in cells)
