@@ -236,6 +236,34 @@ def test_pdf_text_is_always_valid_unicode(tmp_path: Path) -> None:
     text.encode("utf-8")  # no lone surrogate left
 
 
+@pytest.mark.parametrize(
+    "content_type",
+    [
+        "application/vnd.ms-word.document.macroEnabled.main+xml",  # .docm
+        "application/vnd.openxmlformats-officedocument.wordprocessingml.template.main+xml",  # .dotx
+        "application/vnd.ms-word.template.macroEnabledTemplate.main+xml",  # .dotm
+    ],
+    ids=["docm", "dotx", "dotm"],
+)
+def test_macro_enabled_documents_and_templates_read_as_documents(
+    tmp_path: Path, content_type: str
+) -> None:
+    """Word saves them with another main-part content type, which python-docx refuses; the
+    markup is a document's (macros are never run)."""
+    docx_path = make_docx(tmp_path / "report.docx")
+    plain = "application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"
+    variant = tmp_path / "report.variant"
+    with zipfile.ZipFile(docx_path) as source, zipfile.ZipFile(variant, "w") as copy:
+        for info in source.infolist():
+            body = source.read(info)
+            if info.filename == "[Content_Types].xml":
+                assert plain.encode() in body
+                body = body.replace(plain.encode(), content_type.encode())
+            copy.writestr(info, body)
+    assert document_kind(variant.read_bytes()) == "docx"
+    assert read_tool_file(variant) == read_tool_file(docx_path)
+
+
 def test_heading_style_with_a_non_ascii_digit(tmp_path: Path) -> None:
     """``str.isdigit`` takes ``²``, which ``int`` refuses: such a style is no heading level."""
     import docx

@@ -28,6 +28,7 @@ import errno
 import importlib
 import io
 import os
+import re
 import stat
 import zipfile
 import zlib
@@ -74,6 +75,9 @@ _MODULES: dict[DocumentKind, tuple[str, str]] = {
 #: python-pptx), lower-cased: content types compare case-insensitively.
 _MAIN_CONTENT_TYPES: dict[str, DocumentKind] = {
     "application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml": "docx",
+    "application/vnd.ms-word.document.macroenabled.main+xml": "docx",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.template.main+xml": "docx",
+    "application/vnd.ms-word.template.macroenabledtemplate.main+xml": "docx",
     "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml": "xlsx",
     "application/vnd.ms-excel.sheet.macroenabled.main+xml": "xlsx",
     "application/vnd.openxmlformats-officedocument.spreadsheetml.template.main+xml": "xlsx",
@@ -412,8 +416,34 @@ def _convert_pdf(pypdf: ModuleType, data: bytes, out: _Output) -> None:
         )
 
 
+#: Word main parts python-docx refuses by their content type, though their markup is a
+#: document's: a macro-enabled document (.docm), a template (.dotx, .dotm).
+_WORD_VARIANTS = re.compile(
+    rb"application/vnd\.(ms-word\.document\.macroenabled|openxmlformats-officedocument"
+    rb"\.wordprocessingml\.template|ms-word\.template\.macroenabledtemplate)\.main\+xml",
+    re.IGNORECASE,
+)
+_WORD_DOCUMENT = b"application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"
+
+
+def _as_word_document(data: bytes) -> bytes:
+    """``data`` with the main part of a macro-enabled document or a template declared as a
+    document's, which python-docx opens (macros are never run: only the text is read)."""
+    with zipfile.ZipFile(io.BytesIO(data)) as source:
+        types = source.read(_CONTENT_TYPES_PART)
+        patched = _WORD_VARIANTS.sub(_WORD_DOCUMENT, types)
+        if patched == types:
+            return data
+        out = io.BytesIO()
+        with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as copy:
+            for info in source.infolist():
+                body = patched if info.filename == _CONTENT_TYPES_PART else source.read(info)
+                copy.writestr(info, body)
+    return out.getvalue()
+
+
 def _convert_docx(docx: ModuleType, data: bytes, out: _Output) -> None:
-    document = docx.Document(io.BytesIO(data))
+    document = docx.Document(io.BytesIO(_as_word_document(data)))
     table_type = importlib.import_module("docx.table").Table
     for block in document.iter_inner_content():
         if isinstance(block, table_type):
