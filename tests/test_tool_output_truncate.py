@@ -356,6 +356,28 @@ def test_tail_line_shorter_than_the_preview_is_kept_whole() -> None:
     assert "characters omitted" in marker
 
 
+@pytest.mark.parametrize("last_line", ["one line", "many lines"])
+def test_the_whole_text_is_estimated_once(monkeypatch: pytest.MonkeyPatch, last_line: str) -> None:
+    """Besides the one estimate of the whole text, only slices about the preview's size are
+    estimated: a text that is one line (minified JSON) or ends in a line longer than the
+    preview must not be estimated whole again to see whether its last line fits."""
+    import ctxbudget.truncate as truncate_module
+
+    body = ", ".join(f'{{"id": {i}, "name": "item {i}"}}' for i in range(40_000))
+    text = body if last_line == "one line" else numbered_log(2000) + body + "\n"
+    sizes: list[int] = []
+    real = truncate_module._tokens.estimate_tokens
+
+    def recorded(piece: object, *args: object, **kwargs: object) -> int:
+        sizes.append(len(piece))  # type: ignore[arg-type]
+        return real(piece, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(truncate_module._tokens, "estimate_tokens", recorded)
+    result = truncate_output(text, max_tokens=500, spill=False)
+    assert result.truncated and result.kept_tokens <= 500
+    assert sum(size > len(text) // 4 for size in sizes) == 1
+
+
 def test_crlf_and_no_trailing_newline() -> None:
     text = "".join(f"row {i}\r\n" for i in range(5000)) + "last row without newline"
     result = truncate_output(text, max_tokens=300, spill=False)

@@ -468,8 +468,11 @@ def _cut(source: _Source, budget: int, head_ratio: float, hints: _Hints) -> _Pre
         # than the whole preview is cut: a shorter one is kept whole, the head getting what
         # it leaves.
         line_start = data.rfind(b"\n", 0, size - 1) + 1
-        line_tokens = source.tail(size - line_start)
-        if line_start > 0 and line_tokens <= budget:
+        # Measured only when it may fit: a line of over _LINE_BYTES_PER_TOKEN bytes a token of
+        # the preview does not, and a text that is one line is what the preview cuts.
+        fits = line_start > 0 and size - line_start <= budget * _LINE_BYTES_PER_TOKEN
+        line_tokens = source.tail(size - line_start) if fits else budget + 1
+        if line_tokens <= budget:
             tail_start, tail_tokens = line_start, line_tokens
             head_end, _ = _longest_fit(line_start, budget - line_tokens, rate, source.head)
             head_end = _snap_head(data, head_end, budget * rate)
@@ -499,6 +502,11 @@ def _cut(source: _Source, budget: int, head_ratio: float, hints: _Hints) -> _Pre
     return _Preview(
         assembled, source.tokens(assembled), omitted_lines, omitted_tokens, bool(head or tail)
     )
+
+
+#: Bytes per token above which a last line is not measured to see if it fits the preview
+#: (long runs of spaces come near; text of any kind stays far below).
+_LINE_BYTES_PER_TOKEN = 64
 
 
 def _snap_head(data: bytes, end: int, long_line: float) -> int:
