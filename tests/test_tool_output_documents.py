@@ -540,6 +540,15 @@ def test_utf16_with_bom_is_decoded(tmp_path: Path, codec: str) -> None:
     assert read_tool_file(path) == "Name  Value\nPath  C:\\tools\n"
 
 
+def test_utf16_text_with_a_nul_is_refused_as_utf16(tmp_path: Path) -> None:
+    path = tmp_path / "nul16.txt"
+    path.write_bytes(b"\xff\xfe" + "ab\x00c".encode("utf-16-le"))  # BOM, then a, b, NUL, c
+    with pytest.raises(BinaryContentError) as caught:
+        read_tool_file(path)
+    assert (caught.value.offset, caught.value.reason) == (6, "nul")
+    assert "NUL character in UTF-16 text at byte offset 6" in str(caught.value)
+
+
 def test_bom_alone_or_utf16_lookalike_binary(tmp_path: Path) -> None:
     path = tmp_path / "bom.txt"
     path.write_bytes(b"\xef\xbb\xbf")

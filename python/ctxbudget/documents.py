@@ -39,6 +39,7 @@ from xml.etree import ElementTree
 
 from ctxbudget import text as _text
 from ctxbudget.errors import (
+    BinaryContentError,
     DocumentConversionError,
     DocumentsExtraMissingError,
     FileTooLargeError,
@@ -95,6 +96,8 @@ _CONTENT_TYPES_PART = "[Content_Types].xml"
 #: A ``[Content_Types].xml`` larger than this (a few KiB in practice) is not read.
 _CONTENT_TYPES_MAX = 1 << 20
 _UTF8_BOM = b"\xef\xbb\xbf"
+#: A UTF-32 little-endian byte order mark, which starts with UTF-16's.
+_UTF32_LE_BOM = b"\xff\xfe\x00\x00"
 #: What may come before ``%PDF-``: PDF white space (NUL included), after an optional BOM.
 _PDF_LEAD = b" \t\r\n\f\x00"
 #: An Office file may unpack to at most this many times ``max_bytes`` (XML compresses about
@@ -264,8 +267,14 @@ def _decode_text(data: bytes) -> str:
         except UnicodeDecodeError:
             pass
         else:
-            if "\x00" not in text:
+            nul = text.find("\x00")
+            if nul < 0:
                 return text
+            if not data.startswith(_UTF32_LE_BOM):
+                # UTF-16 text after all: say so, with the NUL's offset in the file.
+                offset = 2 + len(text[:nul].encode("utf-16-le", "surrogatepass"))
+                message = f"not text: NUL character in UTF-16 text at byte offset {offset}"
+                raise BinaryContentError(message, offset, "nul")
     return _text.check_text(data)
 
 
