@@ -788,3 +788,81 @@ def test_a_stub_undone_by_compaction_is_not_remembered() -> None:
     history += [{"role": "assistant", "content": "Fine."}, {"role": "user", "content": "More?"}]
     guard.send(send, history)
     assert whole == [True, True]
+
+
+def test_a_provider_count_beyond_the_window_is_an_overflow_not_a_crash() -> None:
+    """The provider counts a document far above the estimate's fixed rule: no pruning makes
+    room, and the caller gets the overflow error with the provider's as its cause."""
+    history = [
+        {
+            "role": "user",
+            "content": [
+                {"type": "document", "source": {"type": "file", "file_id": "file_011"}},
+                {"type": "text", "text": "Summarize this report."},
+            ],
+        }
+    ]
+    refusal = RuntimeError("prompt is too long: 612345 tokens > 200000 maximum")
+
+    def send(request: GuardedRequest) -> dict[str, Any]:
+        raise refusal
+
+    with pytest.raises(ContextOverflowError, match="more than the window holds") as caught:
+        ContextGuard("claude-sonnet-4-5").send(send, history, system="s", max_tokens=4096)
+    assert caught.value.__cause__ is refusal
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        "Image count exceeds the configured limit of 8.",
+        "Invalid 'messages[1].tool_calls[0].id': string too long. Expected a string with maximum "
+        "length 40, but got a string with length 52 instead.",
+    ],
+    ids=["image-count", "id-too-long"],
+)
+def test_an_error_about_something_else_is_not_an_overflow(error: str) -> None:
+    """Not the context: the error reaches the caller as it is, and the next turn is sent as
+    if it never happened (a limit of 8 "tokens" adopted would refuse every later request)."""
+    sent: list[GuardedRequest] = []
+    fail = [True]
+
+    def send(request: GuardedRequest) -> dict[str, Any]:
+        sent.append(request)
+        if fail.pop() if fail else False:
+            raise RuntimeError(error)
+        return {"usage": {"prompt_tokens": request.input_tokens}}
+
+    guard = ContextGuard("gpt-4o")
+    history = [{"role": "user", "content": "Describe these images."}]
+    with pytest.raises(RuntimeError) as caught:
+        guard.send(send, history)
+    assert str(caught.value) == error and not isinstance(caught.value, ContextOverflowError)
+    guard.send(send, [*history, {"role": "user", "content": "Again, please."}])
+    assert len(sent) == 2
+
+
+def test_a_summarizer_failure_is_the_cause_of_the_budget_error() -> None:
+    def summarize(prompt: str, max_tokens: int) -> str:
+        raise PermissionError("summarizer: invalid API key")
+
+    guard = ContextGuard("gpt-4o", window=16_000, summarize=summarize)
+    history = [{"role": "user", "content": "Start."}]
+    for i in range(40):  # no tool output to stub: only compaction could make it fit
+        history.append({"role": "assistant", "content": f"step {i} " + "word " * 300})
+        history.append({"role": "user", "content": "more " * 300})
+
+    with pytest.raises(ContextBudgetError) as caught:
+        guard.send(lambda request: None, history)
+    assert isinstance(caught.value.__cause__, PermissionError)
+    assert any("compaction was tried and failed" in note for note in caught.value.__notes__)
+
+
+def test_an_async_summarizer_object_is_refused_by_send() -> None:
+    class Summarizer:
+        async def __call__(self, prompt: str, max_tokens: int) -> str:
+            return "summary"
+
+    guard = ContextGuard("gpt-4o", summarize=Summarizer())
+    with pytest.raises(TypeError, match="asend"):
+        guard.send(lambda request: None, [{"role": "user", "content": "hi"}])

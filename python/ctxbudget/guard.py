@@ -70,6 +70,10 @@ logger = logging.getLogger("ctxbudget.guard")
 _LOW_CONFIDENCE_SHARE = 0.8
 #: With no count in the provider's error, the retry must be at least this much smaller.
 _UNKNOWN_COUNT_SHRINK = 0.9
+#: A limit an overflow error states below this many tokens is not believed to be a context
+#: window (the smallest deployments are a few thousand tokens): "Image count exceeds the
+#: configured limit of 8" is no window of 8 tokens.
+_MIN_STATED_LIMIT = 1024
 #: Stubbing rounds at most per rewrite (each re-estimates what is left).
 _STUB_ROUNDS = 3
 
@@ -147,12 +151,22 @@ class _Call:
     #: The stubs the largest-first step made in the call's latest view (kept per call: the
     #: guard's lock is released while a request is in flight, and another call may run).
     made: list[tuple[Any, int, str]] = field(default_factory=list)
+    #: Why compaction failed, if it ran and did: the cause of a budget error that follows.
+    compaction_failed: list[BaseException] = field(default_factory=list)
 
 
 #: The two steps of a call that do I/O, yielded by the flow to its driver:
 #: ``("send", GuardedRequest)`` and ``("compact", keyword arguments of compact())``.
 _Step = tuple[Literal["send", "compact"], Any]
 _Flow = Generator[_Step, Any, GuardResult[Any]]
+
+
+def _is_async(fn: Callable[..., Any]) -> bool:
+    """Whether calling ``fn`` gives a coroutine: an ``async def`` function (or a partial of
+    one), or an object whose ``__call__`` is one."""
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004 - the method itself is what is asked about
+    )
 
 
 class ContextGuard:
@@ -306,7 +320,7 @@ class ContextGuard:
             PairingError: The history breaks tool-call pairing; nothing was sent.
             TypeError: ``summarize`` is async (use :meth:`asend`).
         """
-        if self.summarize is not None and inspect.iscoroutinefunction(self.summarize):
+        if self.summarize is not None and _is_async(self.summarize):
             raise TypeError("summarize is a coroutine function: use asend()")
         events: list[ContextEvent] = []
         flow = self._flow(messages, system, tools, max_tokens, run_start, events)
@@ -424,7 +438,17 @@ class ContextGuard:
             room = Room(cap=int(request.input_tokens * _UNKNOWN_COUNT_SHRINK))
         else:
             excess = max(0, measured - request.estimate.raw.total)
-            room = Room(raw_cap=self._available(request.max_tokens) - excess)
+            raw_cap = self._available(request.max_tokens) - excess
+            if raw_cap <= 0:
+                # The provider counts more beyond our estimate than the whole window holds
+                # (a document we cost by a fixed rule, say): no pruning can make room for it.
+                raise ContextOverflowError.from_info(
+                    info,
+                    model=self.model,
+                    reason=f"the provider counted {excess:,} tokens more than the estimate, "
+                    "more than the window holds",
+                ) from error
+            room = Room(raw_cap=raw_cap)
         try:
             retry = yield from self._prepare(call, request.max_tokens, "overflow", room)
         except ContextBudgetError as exc:
@@ -471,6 +495,12 @@ class ContextGuard:
         the provider takes more than it (see :meth:`_lift_limit`)."""
         limit = info.limit_tokens
         if limit is None or info.kind == "request_too_large":
+            return
+        fixed = request.estimate.raw.components.system + request.estimate.raw.components.tools
+        if limit < _MIN_STATED_LIMIT or limit <= fixed:
+            # No model's window: a limit of something else read as tokens, which would stop
+            # every later request from being sent.
+            logger.warning("ignoring a stated limit of %d tokens: too small to be a window", limit)
             return
         output = info.output_tokens if request.max_tokens is None else None
         stated = StatedLimit(limit, info.rule in INPUT_CAP_RULES, output)
@@ -558,7 +588,14 @@ class ContextGuard:
                 f"input {est.total:,} is {over:,} over what the provider's errors allow",
                 input_tokens=est.total, reserved_output=budget.reserve(max_tokens),
             )  # fmt: skip
-        self._enforce(view, est, max_tokens)
+        try:
+            self._enforce(view, est, max_tokens)
+        except ContextBudgetError as exc:
+            if not call.compaction_failed:
+                raise
+            failure = call.compaction_failed[-1]
+            exc.add_note(f"compaction was tried and failed: {failure}")
+            raise exc from failure.__cause__ or failure
         return request
 
     def _pruner_budget(self, limit: int, max_tokens: int | None) -> ContextWindowBudget:
@@ -620,6 +657,7 @@ class ContextGuard:
             result: CompactResult = yield ("compact", args)
         except CompactionError as exc:
             logger.warning("compaction did not help: %s", exc)
+            call.compaction_failed.append(exc)
             return None
         self._memory.remember(fmt, call.messages, result)
         return result.messages

@@ -188,7 +188,8 @@ _WORDING_RULES: Final[tuple[_Rule, ...]] = (
     _rule(
         "string too long",
         "string too long",
-        r"invalid '(?:messages|input)\[[^']*': string too long",
+        r"invalid '(?:messages|input)\[[0-9]+\](?:\.(?:content|output|text|parts)[^']*)?': "
+        r"string too long",
         provider="openai",
         kind=_BYTES,
         tokens=False,
@@ -293,7 +294,10 @@ _WORDING_RULES: Final[tuple[_Rule, ...]] = (
     _rule(
         "token count exceeds the limit",
         "limit",
-        r"token count (?:of )?{N} exceeds (?:the )?limit of [0-9]|exceeds? the configured limit",
+        r"token count (?:of )?{N} exceeds (?:the )?limit of [0-9]"
+        # What exceeds the limit must be the messages or tokens: "Image count exceeds the
+        # configured limit of 8" is no context window.
+        r"|(?:messages?|input|prompt|tokens?|token count) exceeds? the configured limit",
     ),
     _rule(
         "exceeds the available context size",
@@ -458,7 +462,12 @@ _POSITIVE_TYPES: Final[dict[str, tuple[OverflowKind, str | None]]] = {
     "context_length_exceeded": ("input_overflow", None),
     "request_too_large": ("request_too_large", "anthropic"),
 }
-_CONTENT_PARAM: Final = re.compile(r"^(?:messages|input|contents?|prompt)\b")
+#: Parameters that hold message content: a string too long there is content that pruning can
+#: shorten (not an id, a name or a call id, which it cannot).
+_CONTENT_PARAM: Final = re.compile(
+    r"^(?:(?:messages|input|contents?)(?:\[[0-9]+\](?:\.(?:content|output|text|parts)\b.*)?)?"
+    r"|prompt)$"
+)
 _POSITIVE_CLASSES: Final = frozenset({"ContextWindowExceededError", "ContextWindowOverflowError"})
 
 # Without one of these words (or a structured positive) there is nothing to read further.
