@@ -490,6 +490,8 @@ def _count_chat_fast(m: Any, index: int, count: Counter, rule: str) -> _Counted 
             if type(tool_calls) is not list:
                 raise MessageFormatError("expected a list", index, "tool_calls", "openai_chat")
             for j, call in enumerate(tool_calls):
+                if type(call) is dict and call.get("type") == "custom":
+                    return None  # a custom tool call (free-form input): the reader takes it
                 a, name = _call_fields(call, index, f"tool_calls[{j}]")
                 if type(call.get("id")) is not str:
                     raise MessageFormatError(

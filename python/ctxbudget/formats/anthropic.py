@@ -1,8 +1,9 @@
 """Anthropic Messages ``messages``, read into the internal view and written back.
 
 Blocks ``text``, ``image``, ``document``, ``tool_use``, ``tool_result``, ``thinking`` and
-``redacted_thinking`` (other block types are kept whole); the system prompt is a separate
-parameter, returned beside the messages.
+``redacted_thinking``; the other block types of the API (server tools and their results, MCP
+connector calls and results, ...: :data:`_ANTH_BLOCK_TYPES`) are kept whole. The system prompt
+is a separate parameter, returned beside the messages.
 """
 
 from __future__ import annotations
@@ -25,6 +26,11 @@ from ctxbudget.formats.common import (
 )
 from ctxbudget.formats.model import Message, Part, PartKind
 
+#: Block types kept whole (an ``other`` part, estimated as their JSON text, written back only
+#: to Anthropic), beside the ones read into the view. Server tools run inside one assistant
+#: turn: a ``server_tool_use``/``mcp_tool_use`` and its result block sit in the same assistant
+#: message, so they are not tool calls and results of the view, which pairs a call with a
+#: result in a later message.
 _ANTH_BLOCK_TYPES = frozenset(
     {
         "tool_use",
@@ -33,10 +39,29 @@ _ANTH_BLOCK_TYPES = frozenset(
         "document",
         "thinking",
         "redacted_thinking",
-        "server_tool_use",
-        "web_search_tool_result",
         "search_result",
         "container_upload",
+        # server tools, and their results
+        "server_tool_use",
+        "web_search_tool_result",
+        "web_fetch_tool_result",
+        "code_execution_tool_result",
+        "bash_code_execution_tool_result",
+        "text_editor_code_execution_tool_result",
+        "tool_search_tool_result",
+        "advisor_tool_result",
+        # MCP connector (beta)
+        "mcp_tool_use",
+        "mcp_tool_result",
+        "mcp_tool_listing",
+        # context management and tool changes (beta)
+        "compaction",
+        "fallback",
+        "tool_addition",
+        "tool_removal",
+        # inside a tool_result's content
+        "tool_reference",
+        "browser_state",
     }
 )
 

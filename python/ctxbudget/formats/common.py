@@ -269,6 +269,9 @@ def _args_string(part: Part) -> str:
 
 
 def _args_object(part: Part, w: _Writer, path: str) -> Any:
+    if "_custom" in part.extra:  # a Chat Completions custom tool call: free-form text input
+        w.lossy(path, "a custom tool call takes free-form text and this format needs an object")
+        return {"_raw_arguments": part.raw_arguments or ""}
     if part.arguments is not None:
         return part.arguments
     if part.raw_arguments is None or not part.raw_arguments.strip():

@@ -1,7 +1,9 @@
 """OpenAI Chat Completions ``messages``, read into the internal view and written back.
 
-Roles ``system``/``developer``/``user``/``assistant``/``tool``, ``tool_calls``, content parts
-with images, audio and files, and ``reasoning_content`` as DeepSeek, vLLM and LiteLLM send it.
+Roles ``system``/``developer``/``user``/``assistant``/``tool``, ``tool_calls`` (function calls,
+and custom tool calls: free-form ``input`` text, kept as the call's raw arguments), content
+parts with images, audio and files, and ``reasoning_content`` as DeepSeek, vLLM and LiteLLM send
+it.
 """
 
 from __future__ import annotations
@@ -75,6 +77,32 @@ def _chat_part(r: _Reader, raw: object, path: str) -> Part:
     raise r.fail(f"{path}.type", f"unknown content part type {kind!r}")
 
 
+def _chat_call(r: _Reader, raw: object, path: str) -> Part:
+    """One entry of ``tool_calls``: a function call, or a custom tool call (its free-form
+    ``input`` is the raw arguments; it is no JSON, so it is never parsed)."""
+    call = r.mapping(raw, path)
+    if call.get("type") == "custom":
+        custom = r.mapping(call.get("custom"), f"{path}.custom")
+        return Part(
+            "tool_call",
+            call_id=r.str_(call, "id", f"{path}."),
+            name=r.str_(custom, "name", f"{path}.custom."),
+            raw_arguments=r.str_(custom, "input", f"{path}.custom."),
+            extra=_rest(call, ("id", "type", "custom"))
+            | {"_custom": _rest(custom, ("name", "input"))},
+        )
+    fn = r.mapping(call.get("function"), f"{path}.function")
+    arguments = r.str_(fn, "arguments", f"{path}.function.")
+    return Part(
+        "tool_call",
+        call_id=r.str_(call, "id", f"{path}."),
+        name=r.str_(fn, "name", f"{path}.function."),
+        raw_arguments=arguments,
+        arguments=_parse_args(r, arguments, f"{path}.function.arguments"),
+        extra=_rest(call, ("id", "type", "function")),
+    )
+
+
 def _chat_content(r: _Reader, content: object, path: str) -> tuple[tuple[Part, ...], str]:
     if content is None:
         return (), "none"
@@ -103,20 +131,7 @@ def _read_chat(message: object, index: int) -> Message:
         calls = m.get("tool_calls")
         if calls is not None:
             for j, raw_call in enumerate(r.list_(calls, "tool_calls")):
-                path = f"tool_calls[{j}]"
-                call = r.mapping(raw_call, path)
-                fn = r.mapping(call.get("function"), f"{path}.function")
-                arguments = r.str_(fn, "arguments", f"{path}.function.")
-                extra_parts.append(
-                    Part(
-                        "tool_call",
-                        call_id=r.str_(call, "id", f"{path}."),
-                        name=r.str_(fn, "name", f"{path}.function."),
-                        raw_arguments=arguments,
-                        arguments=_parse_args(r, arguments, f"{path}.function.arguments"),
-                        extra=_rest(call, ("id", "type", "function")),
-                    )
-                )
+                extra_parts.append(_chat_call(r, raw_call, f"tool_calls[{j}]"))
         elif "tool_calls" in m:
             extra_parts.append(Part("other", extra={"_tool_calls_null": True}))
         parts = (
@@ -227,12 +242,7 @@ def _write_chat(messages: Sequence[Message], w: _Writer) -> list[dict[str, Any]]
                 _signature(p, "openai_chat", w, "reasoning_content")
             msg["reasoning_content"] = "\n\n".join(p.text for p in reasoning)
         if calls:
-            msg["tool_calls"] = [
-                {"id": _call_id(c, w), "type": "function"}
-                | {"function": {"name": c.name, "arguments": _args_string(c)}}
-                | _extra(c, "openai_chat")
-                for c in calls
-            ]
+            msg["tool_calls"] = [_chat_call_out(c, w) for c in calls]
             if same:  # original key order: content, role, tool_calls ... is irrelevant to JSON
                 for call, c in zip(msg["tool_calls"], calls, strict=True):
                     call.update(_extra(c, "openai_chat"))
@@ -244,6 +254,22 @@ def _write_chat(messages: Sequence[Message], w: _Writer) -> list[dict[str, Any]]
             msg |= dict(message.extra)
         out.append(msg)
     return out
+
+
+def _chat_call_out(call: Part, w: _Writer) -> dict[str, Any]:
+    custom = call.extra.get("_custom")
+    if custom is not None:  # a custom tool call: only Chat Completions reads them
+        fields = {"name": call.name, "input": call.raw_arguments or ""}
+        return (
+            {"id": _call_id(call, w), "type": "custom"}
+            | {"custom": fields | (dict(custom) if _same(call, "openai_chat") else {})}
+            | _extra(call, "openai_chat")
+        )
+    return (
+        {"id": _call_id(call, w), "type": "function"}
+        | {"function": {"name": call.name, "arguments": _args_string(call)}}
+        | _extra(call, "openai_chat")
+    )
 
 
 def _tool_result_chat(result: Part, w: _Writer) -> str | list[dict[str, Any]]:
