@@ -364,10 +364,6 @@ def test_custom_tool_call_plain_dict_estimates(content: Any) -> None:
     assert estimate.per_message[1] > 0
 
 
-@pytest.mark.xfail(
-    reason="needs ctxbudget.turns._scan_chat to read the name of a custom tool call",
-    strict=False,
-)
 def test_pruned_custom_tool_output_names_the_tool() -> None:
     history = _chat_custom([])
     history[2]["content"] = "a.py\n" * 20_000

@@ -8,8 +8,9 @@ modified; kept messages are the caller's own objects.
 - **What is kept** is sized in tokens, not turns (SPEC E2): the most recent messages up to
   ``keep_tokens`` (default: the fresh-tail rule of :mod:`ctxbudget.prune`, 25% of the usable
   context within [2000, 8000]), and at least the last message. The cut never splits a tool
-  call from its results (nor, in the Responses format, a reasoning item from the item after
-  it); the output is checked with :func:`ctxbudget.validate_pairing`.
+  call from its results (nor, in the Responses format, a model response with a reasoning
+  item: its items travel together); the output is checked with
+  :func:`ctxbudget.validate_pairing`.
 - **The summarizer** is the caller's ``summarize(prompt, max_tokens) -> str``; no provider SDK
   is imported here. :mod:`ctxbudget.summary_prompt` builds the prompt (transcript first, in
   ``<transcript>`` tags, then structured instructions with a word budget) and the output cap.
@@ -21,9 +22,13 @@ modified; kept messages are the caller's own objects.
   :class:`CompactionError` (the summarizer's exception chained); the caller's history is
   untouched and there is no retry loop. A summarization request that would not fit the
   window is first reduced: the oldest messages are left out (whole tool-call pairs at a
-  time) until it fits; a summarizer that still reports a context overflow (recognised by
+  time) until it fits, but never the user's latest request among them (clipped harder if
+  need be); a summarizer that still reports a context overflow (recognised by
   :func:`ctxbudget.overflow.classify_overflow`) gets half of what is left, at most
   ``max_attempts`` calls in all.
+- **The user's latest request** is never lost: when the summary replaces it, its text is
+  copied into the summary verbatim, clipped (start and end kept) to at most
+  :data:`LATEST_REQUEST_MAX_TOKENS` and a quarter of what is replaced.
 - **Events** (SPEC E4): every compaction emits a :class:`~ctxbudget.events.ContextEvent`
   (logger ``ctxbudget.compact``, and ``on_event``); a failed one logs a warning.
 """
@@ -45,6 +50,7 @@ from ctxbudget.request import RequestEstimator
 from ctxbudget.stubs import in_history_type
 from ctxbudget.summary_prompt import (
     build_prompt,
+    clip_text,
     render_messages,
     summary_level,
     summary_max_tokens,
@@ -72,8 +78,11 @@ AsyncSummarizer = Callable[[str, int], Awaitable[str]]
 
 #: Tokens of chat framing added to the summarization prompt when checking that it fits.
 _PROMPT_FRAMING = 16
-#: Longest latest user request copied verbatim into a summary that replaces it, in tokens.
+#: Longest latest user request copied verbatim into a summary that replaces it, in tokens
+#: (a longer one is clipped to it, start and end kept).
 LATEST_REQUEST_MAX_TOKENS = 2_000
+#: Characters below which the request shown in a reduced transcript is not clipped further.
+_MIN_REQUEST_CHARS = 500
 _REQUEST_HEAD = "\n\nThe user's latest request, verbatim:\n"
 _REQUEST_BLOCK = re.compile(r"\n<request>\n(.*)\n</request>\Z", re.DOTALL)
 
@@ -225,6 +234,8 @@ class _Compaction:
         first = head + n_prior
         self.units = [c for c in range(first, cut + 1) if safe[c] or c == first]
         self.dropped_units = 0
+        self.request_at = self._latest_user(first, cut)
+        self.request_chars = max_item_chars
         self.entries = render_messages(
             self.msgs[self.start : cut],
             fmt,
@@ -255,13 +266,22 @@ class _Compaction:
             None,
         )
 
+    def _latest_user(self, first: int, cut: int) -> int | None:
+        """Index of the latest user request in ``[first, cut)``: the transcript never leaves
+        it out. In an agent loop (one request, hundreds of tool steps) it is the oldest
+        message there, the first to go when the transcript is reduced, and its copy in the
+        summary may be clipped: without it the summarizer would not know the task."""
+        for i in range(cut - 1, first - 1, -1):
+            if self.infos[i].kind == "user" and not self.infos[i].summary:
+                return i
+        return None
+
     def _latest_request(self) -> str:
         """The user's latest request, verbatim, when compaction replaces it (an agent loop
         of one user turn and many tool steps): its constraints ("do not touch vendor/")
-        must not depend on the summarizer's paraphrase. Text parts only; left out when
-        longer than a quarter of what is replaced or :data:`LATEST_REQUEST_MAX_TOKENS`, so
-        the summary still makes progress. An earlier summary being condensed carries its
-        copy forward."""
+        must not depend on the summarizer's paraphrase. Text parts only, clipped by
+        :meth:`_clip_request`. An earlier summary being condensed carries its copy
+        forward."""
         if any(info.kind == "user" for info in self.infos[self.cut :]):
             return ""
         request = ""
@@ -278,10 +298,27 @@ class _Compaction:
             else:
                 continue
             break
-        limit = min(LATEST_REQUEST_MAX_TOKENS, self.replaced_tokens // 4)
-        if not request.strip() or estimate_tokens(request, self.encoding) > limit:
+        request = self._clip_request(request)
+        if not request.strip():
             return ""
         return f"{_REQUEST_HEAD}<request>\n{request}\n</request>"
+
+    def _clip_request(self, request: str) -> str:
+        """``request``, or its start and end with a marker between them when it is longer
+        than a quarter of what is replaced or :data:`LATEST_REQUEST_MAX_TOKENS` (the summary
+        must still make progress). Clipped, not left out: a long task ("implement this
+        spec") is the one the summarizer's paraphrase would lose most of."""
+        limit = min(LATEST_REQUEST_MAX_TOKENS, self.replaced_tokens // 4)
+        tokens = estimate_tokens(request, self.encoding)
+        if tokens <= limit:
+            return request
+        chars = len(request) * limit // tokens
+        while chars >= 40:
+            clipped = clip_text(request, chars)
+            if estimate_tokens(clipped, self.encoding) <= limit:
+                return clipped
+            chars = chars * 9 // 10
+        return ""
 
     def _level(self, index: int) -> int:
         return summary_level(first_text(self.fmt, self.msgs[index])) or 1
@@ -296,29 +333,62 @@ class _Compaction:
     # -- the request
 
     def _dropped_messages(self) -> int:
+        """Messages in the units left out (the request shown among them included)."""
         if not self.dropped_units:
             return 0
         return self.units[self.dropped_units] - self.units[0]
 
+    def _request_entries(self, dropped: int) -> list[str]:
+        """The entry of the user's latest request when its unit is left out (one
+        entry, clipped to :attr:`request_chars`), else none."""
+        at, first = self.request_at, self.units[0]
+        if at is None or not first <= at < first + dropped:
+            return []
+        if self.request_chars >= self.max_item_chars:
+            return [self.entries[at - self.start]]
+        return render_messages(
+            [self.msgs[at]], self.fmt, first_index=at, max_item_chars=self.request_chars
+        )
+
+    def _omitted(self) -> int:
+        """Messages left out of the transcript."""
+        dropped = self._dropped_messages()
+        return dropped - len(self._request_entries(dropped))
+
+    def _shrink_request(self) -> bool:
+        """Clip the request shown among the left-out messages harder, so that a request
+        too big for the window with it still fits; False when that cannot help."""
+        if not self._request_entries(self._dropped_messages()):
+            return False
+        if self.request_chars <= _MIN_REQUEST_CHARS:
+            return False
+        self.request_chars = max(_MIN_REQUEST_CHARS, self.request_chars // 2)
+        return True
+
     def request(self) -> tuple[str, int]:
         """The next summarizer call's prompt and output cap (counted as an attempt).
 
-        Drops the oldest units until the request fits.
+        Drops the oldest units until the request fits, all but the user's latest request.
         """
         while True:
             dropped = self._dropped_messages()
             skip = self.units[0] - self.start  # summaries before the droppable units
-            entries = self.entries[:skip] + self.entries[skip + dropped :]
+            shown = self._request_entries(dropped)
+            entries = [*self.entries[:skip], *shown, *self.entries[skip + dropped :]]
             transcript_tokens = estimate_tokens("\n\n".join(entries), self.encoding)
             cap = summary_max_tokens(transcript_tokens, self.budget.window)
             prompt = build_prompt(
-                entries, summary_words(cap), condensing=self.condensing, omitted=dropped
+                entries,
+                summary_words(cap),
+                condensing=self.condensing,
+                omitted=dropped - len(shown),
+                request_shown=bool(shown),
             )
             tokens = estimate_tokens(prompt, self.encoding) + _PROMPT_FRAMING
             if self.budget.fits(tokens, max_tokens=cap):
                 self.attempts += 1
                 return prompt, cap
-            if not self._drop(1):
+            if not self._drop(1) and not self._shrink_request():
                 self.fail(
                     f"the summarization request does not fit the window ({tokens:,} tokens "
                     "even with the oldest messages left out)",
@@ -341,7 +411,7 @@ class _Compaction:
         overflow = isinstance(error, ContextWindowError) or classify_overflow(error) is not None
         if overflow and self.attempts < self.max_attempts:
             remaining = len(self.units) - 1 - self.dropped_units
-            if self._drop(max(1, remaining // 2)):
+            if self._drop(max(1, remaining // 2)) or self._shrink_request():
                 return
         self.fail(f"the summarizer raised {type(error).__name__}: {error}", error)
 
@@ -401,7 +471,7 @@ class _Compaction:
             kept=kept,
             summarized=summarized,
             condensed=sum(1 for i in range(self.start, self.cut) if self.infos[i].summary),
-            dropped=self._dropped_messages(),
+            dropped=self._omitted(),
             attempts=self.attempts,
             summary_tokens=summary_tokens,
         )

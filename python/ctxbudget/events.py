@@ -43,7 +43,7 @@ class ContextEvent:
         summarized: Messages replaced by the summary (compact).
         condensed: Earlier summaries folded into this one (compact).
         dropped: Oldest messages left out of the summary because the summarization request
-            would not fit (compact).
+            would not fit (compact); never the user's latest request, which stays.
         attempts: Summarizer calls made (compact).
         summary_tokens: Size of the new summary message (compact).
     """

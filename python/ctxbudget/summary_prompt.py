@@ -31,6 +31,7 @@ from ctxbudget.turns import SUMMARY_MARKER
 __all__ = [
     "INSTRUCTIONS",
     "build_prompt",
+    "clip_text",
     "render_messages",
     "summary_level",
     "summary_max_tokens",
@@ -68,9 +69,10 @@ _CONDENSE = (
     "this one and keep every fact and identifier they hold.\n"
 )
 _OMITTED = (
-    "The oldest {omitted} messages were left out so that this request fits the context "
+    "The oldest {omitted} messages{but} were left out so that this request fits the context "
     "window; say so under Progress.\n"
 )
+_BUT_REQUEST = " other than the user's request"
 _END = "Write only the summary."
 
 _HEADER = re.compile(re.escape(SUMMARY_MARKER) + r" level=(\d+)\]")
@@ -97,7 +99,13 @@ def summary_words(max_tokens: int) -> int:
     return max(50, max_tokens * 3 // 5)
 
 
-def _clip(text: str, max_chars: int) -> str:
+def clip_text(text: str, max_chars: int) -> str:
+    """``text``, or its first three quarters and last quarter of ``max_chars`` with a marker
+    between them (the start says what is asked, the end often adds the conditions).
+
+    >>> clip_text("abcdefghij", 4)
+    'abc\\n[... 6 characters omitted ...]\\nj'
+    """
     if len(text) <= max_chars:
         return text
     head = max_chars * 3 // 4
@@ -116,19 +124,19 @@ def _media(part: Part) -> str:
 
 def _part_text(part: Part, names: dict[str, str], max_chars: int) -> str:
     if part.kind == "text":
-        return _clip(part.text, max_chars)
+        return clip_text(part.text, max_chars)
     if part.kind == "reasoning":
-        return f"(thinking) {_clip(part.text, max_chars)}" if part.text else ""
+        return f"(thinking) {clip_text(part.text, max_chars)}" if part.text else ""
     if part.kind == "tool_call":
         args = part.raw_arguments
         if args is None:
             args = json.dumps(part.arguments, ensure_ascii=False, default=str)
-        return f"called {part.name}({_clip(args, max_chars)})"
+        return f"called {part.name}({clip_text(args, max_chars)})"
     if part.kind == "tool_result":
         tool = part.name or names.get(part.call_id or "", "tool")
         inner = "\n".join(t for p in part.content if (t := _part_text(p, names, max_chars)))
         flag = " (error)" if part.is_error else ""
-        return f"{tool} returned{flag}:\n{_clip(inner, max_chars)}"
+        return f"{tool} returned{flag}:\n{clip_text(inner, max_chars)}"
     if part.kind == "other":
         return ""
     return _media(part)
@@ -163,16 +171,25 @@ def render_messages(
 
 
 def build_prompt(
-    entries: Sequence[str], words: int, *, condensing: bool = False, omitted: int = 0
+    entries: Sequence[str],
+    words: int,
+    *,
+    condensing: bool = False,
+    omitted: int = 0,
+    request_shown: bool = False,
 ) -> str:
     """The full summarization prompt: transcript first, instructions after.
+
+    ``omitted`` messages, the oldest, were left out of ``entries``; ``request_shown``: but
+    the user's request among them was not (it is shown, so the note must not deny it).
 
     >>> prompt = build_prompt(["[0] user: fix the bug"], 400)
     >>> prompt.startswith("<transcript>"), "at most 400 words" in prompt
     (True, True)
     """
+    but = _BUT_REQUEST if request_shown else ""
     notes = (_CONDENSE if condensing else "") + (
-        _OMITTED.format(omitted=omitted) if omitted else ""
+        _OMITTED.format(omitted=omitted, but=but) if omitted else ""
     )
     transcript = "\n\n".join(entries)
     instructions = INSTRUCTIONS.format(words=words)

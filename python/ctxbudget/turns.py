@@ -12,8 +12,9 @@ tool results in ``user`` messages; those continue the turn). A conversation summ
 by :mod:`ctxbudget.compact` is a user message and so starts a turn.
 
 A **safe cut** at index ``c`` splits no tool call from its results: no call before ``c`` has
-a result at or after ``c``. For the Responses format a cut right after a ``reasoning`` item is
-not safe either (the item must travel with the one after it).
+a result at or after ``c``. For the Responses format a cut inside a model response that has a
+``reasoning`` item is not safe either: its items travel together, up to the next input item
+(a user, system or developer message, or a tool result).
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ class MessageInfo:
             the block/part index inside the message (0 for one-result messages).
         summary: A summary written by :mod:`ctxbudget.compact` (its first text starts with
             :data:`SUMMARY_MARKER`).
-        reasoning: A Responses ``reasoning`` item (must stay with the item after it).
+        reasoning: A Responses ``reasoning`` item (must stay with the rest of its response).
     """
 
     kind: Kind
@@ -148,7 +149,7 @@ def _scan_chat(m: Mapping[str, Any]) -> MessageInfo:
             return _ASSISTANT
         out = []
         for _, call in _mappings(calls):
-            fn = call.get("function") or {}
+            fn = call.get("function") or call.get("custom") or {}
             out.append((call.get("id"), fn.get("name") or ""))
         return MessageInfo("assistant", calls=tuple(out))
     if role == "tool":
@@ -427,7 +428,8 @@ def turn_starts(infos: Sequence[MessageInfo]) -> list[int]:
 
 
 def safe_cuts(infos: Sequence[MessageInfo]) -> list[bool]:
-    """``safe[c]`` for ``c`` in ``0..len``: cutting before message ``c`` splits no pair.
+    """``safe[c]`` for ``c`` in ``0..len``: cutting before message ``c`` splits no pair,
+    nor (Responses format) a model response that has a reasoning item.
 
     Calls without any result do not constrain the cut (they are already unpaired).
     """
@@ -451,9 +453,37 @@ def safe_cuts(infos: Sequence[MessageInfo]) -> list[bool]:
     depth = 0
     for c in range(n + 1):
         depth += diff[c]
-        if depth > 0 or (0 < c <= n and infos[c - 1].reasoning):
+        if depth > 0:
             safe[c] = False
+    _keep_responses_whole(infos, safe)
     return safe
+
+
+#: Kinds of the items that are input to the model: a model response ends before them.
+_INPUT_KINDS = ("user", "system", "results")
+
+
+def _keep_responses_whole(infos: Sequence[MessageInfo], safe: list[bool]) -> None:
+    """Mark unsafe every cut inside a Responses model response that has a reasoning item.
+
+    The items of one response (``reasoning``, then ``message`` and ``function_call`` items)
+    travel together: OpenAI rejects a ``function_call`` or ``message`` sent without its
+    response's reasoning item (400 "... was provided without its required 'reasoning'
+    item"), and a reasoning item without the item after it. A response ends at the next
+    input item (a user, system or developer message, or a tool result), so a cut is unsafe
+    from right after a reasoning item up to, not including, the next input item; with none,
+    up to the end.
+    """
+    n = len(infos)
+    open_response = False
+    for c in range(1, n + 1):
+        before = infos[c - 1]
+        if before.reasoning:
+            open_response = True
+        elif before.kind in _INPUT_KINDS:
+            open_response = False
+        if open_response and (c == n or infos[c].kind not in _INPUT_KINDS):
+            safe[c] = False
 
 
 def result_text(fmt: str, message: Any, slot: int) -> tuple[str, int]:
