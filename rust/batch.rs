@@ -227,6 +227,8 @@ mod tests {
             "日本語のテキスト。中文文本。\n",
             "Привет мир, 🎉 ",
             "x\n/path/to\n  indented\n",
+            // No piece starts before the `、`/`。`/vertical tab here (see `units::is_cut`).
+            "\u{304b}\u{3099}\u{3001}\u{30fb}\u{3002}\n\u{b}\n",
         ];
         let mut s = String::new();
         let mut i = 0usize;

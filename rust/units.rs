@@ -179,19 +179,25 @@ fn is_cut_utf8(bytes: &[u8], at: usize) -> bool {
 ///   newlines never lead a piece; o200k lets punctuation swallow `[\r\n/]*`);
 /// - after an ASCII letter or digit, before a space (the space leads the next piece) or ASCII
 ///   punctuation other than `'` (o200k appends `'s`, `'t`, ... to the word before);
-/// - after a CJK ideograph or kana, before U+3000-3002 or U+3008-3011 (spaces, `、`, `。`
-///   and brackets: a letter run ends there).
+/// - after a CJK ideograph or a kana letter, before U+3000-3002 or U+3008-3011 (spaces, `、`,
+///   `。` and brackets: a letter run ends there). Not after the kana blocks' marks and
+///   punctuation (the combining sound marks of decomposed text, `゛`, `・`): cl100k reads them
+///   and what follows as one punctuation piece.
 #[must_use]
 pub fn is_cut(a: u32, b: u32) -> bool {
     let ascii_alnum = |c: u32| c < 0x80 && (c as u8).is_ascii_alphanumeric();
     if a == u32::from(b'\n') {
-        return b < 0x80 && b != u32::from(b'/') && !(b as u8).is_ascii_whitespace();
+        // `\s` of the pre-tokenizers; Rust's `is_ascii_whitespace` leaves out U+000B.
+        let whitespace = matches!(b, 0x09..=0x0D | 0x20);
+        return b < 0x80 && b != u32::from(b'/') && !whitespace;
     }
     if ascii_alnum(a) {
         return b == u32::from(b' ')
             || (b < 0x80 && (b as u8).is_ascii_punctuation() && b != u32::from(b'\''));
     }
-    let cjk = (0x4E00..=0x9FFF).contains(&a) || (0x3040..=0x30FF).contains(&a);
+    let kana_letter =
+        matches!(a, 0x3041..=0x3096 | 0x309D..=0x309F | 0x30A1..=0x30FA | 0x30FC..=0x30FF);
+    let cjk = (0x4E00..=0x9FFF).contains(&a) || kana_letter;
     cjk && matches!(b, 0x3000..=0x3002 | 0x3008..=0x3011)
 }
 
@@ -466,6 +472,12 @@ mod tests {
         }
         check(&s);
         check(&"日本語のテキスト。".repeat(BUF / 8));
+        // Where no piece starts though the characters look like it: a kana's combining
+        // sound mark (decomposed text) or `・` before `、`/`。` (one punctuation piece in
+        // cl100k), and a newline before a vertical tab (one run of white space).
+        for tail in ["\u{304b}\u{3099}\u{3001}", "\u{30fb}\u{3002}", "\n\u{b}\n"] {
+            check(&format!("{}{tail}", "é".repeat(3000)).repeat(40));
+        }
         // Runs longer than the buffer with no safe cut in them (the buffer grows).
         check(&"é".repeat(BUF));
         let mut rng = XorShift(0x4e_78);
