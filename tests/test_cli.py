@@ -161,3 +161,28 @@ def test_inspect_reads_the_output_cap_of_a_request_body(
     assert main(["inspect", str(path)]) == 0
     out = capsys.readouterr().out
     assert "(anthropic)" in out and "+ 21,024 kept for the answer" in out  # 1,024 + 20k margin
+
+
+@pytest.mark.parametrize(
+    "body",
+    ['{"messages": [], "tools": 5}', "[" * 100_000 + "]" * 100_000],
+    ids=["tools-not-a-list", "nested-past-the-parser"],
+)
+def test_inspect_reports_a_bad_request_without_a_traceback(tmp_path: Path, body: str) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(body)
+    done = run("inspect", str(bad))
+    assert done.returncode == 1
+    assert b"ctxbudget inspect: " in done.stderr and b"Traceback" not in done.stderr
+
+
+def test_a_file_name_the_output_cannot_encode(tmp_path: Path) -> None:
+    name = tmp_path / "caf\u00e9.txt"
+    name.write_text("hello world\n")
+    env = {**os.environ, "PYTHONIOENCODING": "ascii"}
+    done = subprocess.run(
+        [sys.executable, "-m", "ctxbudget.cli", "count", str(name)],
+        capture_output=True, check=False, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert b"caf\\xe9.txt" in done.stdout

@@ -225,3 +225,13 @@ def test_docstring_examples() -> None:
     result = doctest.testmod(ctxbudget.counting, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0
     assert result.failed == 0
+
+
+def test_tiktoken_encoding_names_are_ours() -> None:
+    """``estimate_tokens`` takes tiktoken's names; so do the counters (not ``conservative``)."""
+    from ctxbudget.counting import TokenCounter, counter_for
+
+    assert counter_for("o200k_base").name == "o200k"
+    assert counter_for("cl100k_base").name == "cl100k"
+    text = "Hello, tokenizer names."
+    assert TokenCounter.estimator("o200k_base").count(text).tokens == estimate_tokens(text, "o200k")

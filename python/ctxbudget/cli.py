@@ -45,8 +45,14 @@ def _read(name: str) -> bytes:
 
 
 def _display(name: str) -> str:
-    """``name`` printable on any stdout: undecodable file-name bytes shown as ``\\xff``."""
-    return os.fsencode(name).decode(sys.getfilesystemencoding(), "backslashreplace")
+    """``name`` printable on any stdout: undecodable file-name bytes shown as ``\\xff``, and
+    characters the output's encoding lacks (an ASCII or cp1252 stdout) as ``\\xe9``."""
+    text = os.fsencode(name).decode(sys.getfilesystemencoding(), "backslashreplace")
+    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+    try:
+        return text.encode(encoding, "backslashreplace").decode(encoding)
+    except LookupError:  # an encoding Python does not know: the name as it is
+        return text
 
 
 def _cut_character(data: bytes, err: BinaryContentError) -> bool:
@@ -161,7 +167,8 @@ def _inspect(args: argparse.Namespace) -> int:
     try:
         conv = load_conversation(path, args.model)
         ins = inspect_conversation(conv, window=args.window, max_tokens=args.max_tokens)
-    except (OSError, ValueError, KeyError, MessageFormatError) as err:
+    except (OSError, ValueError, KeyError, TypeError, RecursionError, MessageFormatError) as err:
+        # A file that is not a request (tools: 5, JSON nested past what Python reads, ...).
         print(f"ctxbudget inspect: {name}: {err}", file=sys.stderr)
         return 1
     print_inspection(ins, name)

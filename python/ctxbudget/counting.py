@@ -201,9 +201,15 @@ def counter_for(source: object = None) -> TokenCounter:
     raise TypeError(f"cannot count tokens with {type(source).__name__}")
 
 
+#: tiktoken's names of the encodings we estimate, which ``estimate_tokens`` takes too.
+_TIKTOKEN_NAMES = {"cl100k_base": "cl100k", "o200k_base": "o200k"}
+
+
 def _encoding_name(name: str) -> str | None:
-    """``name`` as one of ``ENCODINGS`` (case and surrounding spaces ignored), else ``None``."""
+    """``name`` as one of ``ENCODINGS`` (case and surrounding spaces ignored; tiktoken's
+    ``cl100k_base`` and ``o200k_base`` too), else ``None``."""
     key = name.strip().lower()
+    key = _TIKTOKEN_NAMES.get(key, key)
     return key if key in ENCODINGS else None
 
 
