@@ -259,8 +259,16 @@ fn estimate_batch<'py>(
         .map(TextSource::text)
         .collect::<PyResult<Vec<Text<'_>>>>()?;
     let total: usize = views.iter().map(Text::size).sum();
-    let counts = maybe_detach(py, total, || batch::estimate_batch(&views, encoding))
-        .map_err(|(index, _)| sources[index].no_utf8())?;
+    let counts = maybe_detach(py, total, || batch::estimate_batch(&views, encoding)).map_err(
+        |(index, _)| {
+            // CPython's own error, which names a position in the item: say which item.
+            let err = sources[index].no_utf8();
+            let note = format!("estimate_batch: item {index} has no UTF-8 form");
+            // Best effort: without notes (Python < 3.11) the error is raised as it is.
+            let _ = err.value(py).call_method1("add_note", (note,));
+            err
+        },
+    )?;
     Ok(counts
         .into_iter()
         .map(|n| i64::try_from(n).unwrap_or(i64::MAX))

@@ -192,8 +192,11 @@ def test_batch_empty_and_generators() -> None:
 def test_batch_errors_name_the_item() -> None:
     with pytest.raises(TypeError, match="item 1"):
         estimate_batch(["ok", 3])  # type: ignore[list-item]
-    with pytest.raises(UnicodeEncodeError):
-        estimate_batch(["ok", "bad \ud800"])
+    with pytest.raises(UnicodeEncodeError) as caught:
+        estimate_batch(["ok", "fine", "bad \ud800"])
+    # Python's error names a position in the item; a note names the item.
+    assert caught.value.start == 4
+    assert "estimate_batch: item 2 has no UTF-8 form" in caught.value.__notes__
     with pytest.raises(ValueError, match="o200k"):
         estimate_batch(["x"], "gpt2")
 
