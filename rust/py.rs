@@ -34,11 +34,17 @@ impl<'py> ByteSource<'py> {
                 "{what} takes bytes, bytearray or memoryview, not str (a str is already text)"
             )));
         }
-        let buffer = PyUntypedBuffer::get(obj).map_err(|_| {
-            PyTypeError::new_err(format!(
-                "{what} takes bytes, bytearray or memoryview, not {}",
-                type_name(obj)
-            ))
+        let buffer = PyUntypedBuffer::get(obj).map_err(|err| {
+            if err.is_instance_of::<PyTypeError>(obj.py()) {
+                PyTypeError::new_err(format!(
+                    "{what} takes bytes, bytearray or memoryview, not {}",
+                    type_name(obj)
+                ))
+            } else {
+                // A buffer that cannot be read now (a released memoryview, a closed mmap):
+                // its own error says why.
+                err
+            }
         })?;
         if !buffer.is_c_contiguous() {
             return Err(PyValueError::new_err(format!(

@@ -189,6 +189,19 @@ def test_batch_empty_and_generators() -> None:
     assert estimate_batch(s for s in SAMPLES).shape == (len(SAMPLES),)
 
 
+def test_a_buffer_that_cannot_be_read_says_why() -> None:
+    """A released memoryview is a memoryview: its own error, not "takes ... not memoryview"."""
+    from ctxbudget import check_text
+
+    view = memoryview(b"some text")
+    view.release()
+    for call in (estimate_tokens, check_text):
+        with pytest.raises(ValueError, match="released memoryview"):
+            call(view)
+    with pytest.raises(ValueError, match=r"item 1: .*released memoryview"):
+        estimate_batch(["ok", view])
+
+
 def test_batch_errors_name_the_item() -> None:
     with pytest.raises(TypeError, match="item 1"):
         estimate_batch(["ok", 3])  # type: ignore[list-item]
