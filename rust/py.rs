@@ -63,6 +63,15 @@ impl<'py> ByteSource<'py> {
         Ok(Self::Buffer(buffer))
     }
 
+    /// Whether other Python threads may change the bytes while the interpreter is released
+    /// (a `bytearray`, a writable `memoryview`).
+    fn writable(&self) -> bool {
+        match self {
+            Self::Bytes(_) => false,
+            Self::Buffer(buffer) => !buffer.readonly(),
+        }
+    }
+
     fn as_slice(&self) -> &[u8] {
         match self {
             Self::Bytes(bytes) => bytes.as_bytes(),
@@ -129,13 +138,16 @@ fn validate_text(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
 fn check_text<'py>(py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyString>> {
     let source = ByteSource::new(data, "check_text")?;
     let bytes = source.as_slice();
-    let has_nul = maybe_detach(py, bytes.len(), || text::has_nul(bytes));
+    // The NUL scan and the decode must see the same bytes: a buffer another thread may write
+    // is scanned with the interpreter held (the str would otherwise hold a NUL put in between).
+    let size = if source.writable() { 0 } else { bytes.len() };
+    let has_nul = maybe_detach(py, size, || text::has_nul(bytes));
     if !has_nul {
         if let Ok(decoded) = decode_utf8(py, bytes) {
             return Ok(decoded);
         }
     }
-    let err = maybe_detach(py, bytes.len(), || text::validate(bytes));
+    let err = maybe_detach(py, size, || text::validate(bytes));
     Err(err.map_or_else(
         |e| text_error(&e),
         |()| PyValueError::new_err("check_text: decoding failed on valid text"),

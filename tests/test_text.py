@@ -179,3 +179,41 @@ def test_count_newlines_is_bytes_count(data: bytes, kind: type) -> None:
 def test_count_newlines_of_a_large_text_of_short_lines() -> None:
     data = b"ok\n" * 1_000_000 + b"\n" * 70_000 + b"tail"
     assert count_newlines(data) == data.count(b"\n")
+
+
+def test_a_bytearray_written_meanwhile_is_never_returned_with_a_nul() -> None:
+    """check_text scans for NUL then decodes; another thread writing the bytearray between
+    the two must not get a NUL through (nor turn a refusal into a bare ValueError)."""
+    import threading
+    import time
+
+    data = bytearray(b"a" * (2 * 1024 * 1024))  # over the size the interpreter is released at
+    stop = threading.Event()
+    toggles = [0]
+
+    def toggle() -> None:
+        while not stop.is_set():
+            data[0] = 0
+            time.sleep(0.0001)
+            data[0] = 97
+            time.sleep(0.0001)
+            toggles[0] += 1
+
+    writer = threading.Thread(target=toggle)
+    writer.start()
+    returned = refused = 0
+    try:
+        deadline = time.monotonic() + 1.5
+        while time.monotonic() < deadline:
+            try:
+                text = check_text(data)
+            except BinaryContentError as err:
+                assert err.reason == "nul" and err.offset == 0
+                refused += 1
+            else:
+                assert "\x00" not in text[:1]
+                returned += 1
+    finally:
+        stop.set()
+        writer.join()
+    assert returned + refused > 0 and toggles[0] > 10  # the writer ran meanwhile
