@@ -12,7 +12,9 @@ def check_text(data: BytesLike) -> str:
     """Decode bytes as UTF-8 text, refusing anything that is not text.
 
     Args:
-        data: ``bytes``, ``bytearray`` or ``memoryview`` (C-contiguous).
+        data: ``bytes``, ``bytearray`` or ``memoryview`` (C-contiguous). A large ``bytes`` is
+            scanned with the interpreter released; a buffer other threads could write while
+            it is read (a ``bytearray``, a writable ``memoryview``) with it held.
 
     Returns:
         The decoded text.
