@@ -260,6 +260,13 @@ fn estimate_batch<'py>(
     use numpy::IntoPyArray;
 
     let encoding = parse_encoding(encoding)?;
+    if texts.is_instance_of::<PyString>() || texts.is_instance_of::<PyBytes>() {
+        // Iterable, one character or byte at a time: surely not what was meant.
+        return Err(PyTypeError::new_err(format!(
+            "estimate_batch takes a list of texts, not one {}: use estimate_tokens",
+            type_name(texts)
+        )));
+    }
     let mut sources = Vec::new();
     for (index, item) in texts.try_iter()?.enumerate() {
         let item = item?;

@@ -186,3 +186,13 @@ def test_a_file_name_the_output_cannot_encode(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert b"caf\\xe9.txt" in done.stdout
+
+
+def test_python_dash_m_runs_the_cli(tmp_path: Path) -> None:
+    text = tmp_path / "notes.txt"
+    text.write_text("hello world\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "ctxbudget", "count", str(text)], capture_output=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert b"notes.txt" in done.stdout

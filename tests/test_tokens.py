@@ -212,6 +212,9 @@ def test_batch_errors_name_the_item() -> None:
     assert "estimate_batch: item 2 has no UTF-8 form" in caught.value.__notes__
     with pytest.raises(ValueError, match="o200k"):
         estimate_batch(["x"], "gpt2")
+    for one_text in ("hello", b"hello"):  # iterable, but surely not a list of texts
+        with pytest.raises(TypeError, match="a list of texts"):
+            estimate_batch(one_text)  # type: ignore[arg-type]
 
 
 PARALLEL_LINES = (
