@@ -235,3 +235,11 @@ def test_tiktoken_encoding_names_are_ours() -> None:
     assert counter_for("cl100k_base").name == "cl100k"
     text = "Hello, tokenizer names."
     assert TokenCounter.estimator("o200k_base").count(text).tokens == estimate_tokens(text, "o200k")
+
+
+def test_a_missing_tokenizer_file_is_an_error_not_an_estimate(tmp_path: Path) -> None:
+    from ctxbudget.counting import counter_for
+
+    for source in (str(tmp_path / "tokenizer.json"), tmp_path / "tokenizer.json"):
+        with pytest.raises(FileNotFoundError, match=r"tokenizer\.json"):
+            counter_for(source)

@@ -16,6 +16,7 @@ TokenCount(tokens=3, accuracy=<Accuracy.EXACT: 'exact'>, encoding='words')
 from __future__ import annotations
 
 import enum
+import errno
 import os
 import re
 import threading
@@ -141,7 +142,10 @@ class TokenCounter:
                 "exact counts from tokenizer.json need the `tokenizers` package: "
                 "pip install 'ctxbudget[tokenizers]'"
             ) from exc
-        tokenizer = Tokenizer.from_file(os.fspath(path))
+        name = os.fspath(path)
+        if not os.path.isfile(name):
+            raise FileNotFoundError(errno.ENOENT, "no tokenizer file", name)
+        tokenizer = Tokenizer.from_file(name)
         tokenizer.no_truncation()
         tokenizer.no_padding()
         return cls.from_huggingface(tokenizer, name=os.fspath(path))
@@ -184,9 +188,8 @@ def counter_for(source: object = None) -> TokenCounter:
         return TokenCounter.estimator()
     if isinstance(source, TokenCounter):
         return source
-    if isinstance(source, os.PathLike) or (
-        isinstance(source, str) and source.endswith(".json") and os.path.isfile(source)
-    ):
+    if isinstance(source, os.PathLike) or (isinstance(source, str) and source.endswith(".json")):
+        # A tokenizer file: a missing one is an error, not an estimate in its place.
         return TokenCounter.from_tokenizer_file(os.fspath(source))
     if isinstance(source, str):
         encoding = _encoding_name(source) or encoding_for_model(source)
