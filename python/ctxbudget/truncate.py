@@ -48,6 +48,9 @@ _NEWLINE = 0x0A
 #: Attempts to shrink the preview when the assembled text estimates over budget (token
 #: estimates of parts do not add up exactly).
 _MAX_ATTEMPTS = 4
+#: Bytes per token above which a last line is not measured to see if it fits the preview
+#: (long runs of spaces come near; text of any kind stays far below).
+_LINE_BYTES_PER_TOKEN = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -502,11 +505,6 @@ def _cut(source: _Source, budget: int, head_ratio: float, hints: _Hints) -> _Pre
     return _Preview(
         assembled, source.tokens(assembled), omitted_lines, omitted_tokens, bool(head or tail)
     )
-
-
-#: Bytes per token above which a last line is not measured to see if it fits the preview
-#: (long runs of spaces come near; text of any kind stays far below).
-_LINE_BYTES_PER_TOKEN = 64
 
 
 def _snap_head(data: bytes, end: int, long_line: float) -> int:

@@ -111,9 +111,13 @@ class SeenFits:
         #: The formats every message of the last list fits.
         self.fits: frozenset[MessageFormat] = ANY_FORMAT
 
-    def narrow(self, messages: Sequence[Any]) -> frozenset[MessageFormat]:
-        """:func:`fitting_formats` of ``messages``, reading only what was not seen."""
-        msgs = list(messages)
+    def narrow(self, messages: list[Any]) -> frozenset[MessageFormat]:
+        """:func:`fitting_formats` of ``messages``, reading only what was not seen.
+
+        ``messages`` is kept until the next call, to compare it with: pass the list made for
+        this call (every caller makes one from the caller's messages), not the caller's own.
+        """
+        msgs = messages
         seen = len(self._msgs)
         if not seen or self._changed(msgs, seen):
             self.fits = fitting_formats(msgs)
