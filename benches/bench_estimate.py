@@ -66,3 +66,23 @@ def test_tiktoken_cl100k_exact_baseline(benchmark, kind: str) -> None:
     benchmark.group = f"estimate-{kind}"
     benchmark.extra_info["bytes"] = len(text.encode())
     benchmark.pedantic(lambda: len(enc.encode_ordinary(text)), rounds=3)
+
+
+RUNS = {"letter": "a", "newline": "\n", "ideograph": "中"}
+
+
+@pytest.mark.parametrize("kind", sorted(RUNS))
+def test_estimate_one_character_run_4mb(benchmark, kind: str) -> None:
+    # One character repeated over 4 MB: one pre-tokenizer piece. Before its steps were counted
+    # at once (rust/greedy.rs run_tokens) this ran at 2-5 MB/s; the baseline is len/4.
+    text = RUNS[kind] * (4_000_000 // len(RUNS[kind].encode()))
+    benchmark.group = f"run-{kind}"
+    benchmark.extra_info["bytes"] = len(text.encode())
+    benchmark(estimate_tokens, text, encoding="o200k")
+
+
+@pytest.mark.parametrize("kind", sorted(RUNS))
+def test_len_div_4_one_character_run_4mb(benchmark, kind: str) -> None:
+    text = RUNS[kind] * (4_000_000 // len(RUNS[kind].encode()))
+    benchmark.group = f"run-{kind}"
+    benchmark(lambda: len(text) // 4)
