@@ -374,6 +374,22 @@ def test_chat_round_trip_keeps_content_styles_and_extras() -> None:
     assert convert_messages(msgs, "openai_chat").messages == msgs
 
 
+@pytest.mark.parametrize(
+    ("fmt", "messages"),
+    [
+        ("openai_chat", [{"role": "user", "content": [{"type": "text", "text": "hi", 1: "x"}]}]),
+        ("anthropic", [{"role": "user", "content": [{"type": "text", "text": "hi", 1: "x"}]}]),
+        ("gemini", [{"role": "user", "parts": [{"text": "hi", 1: "x"}], 2: "y"}]),
+    ],
+)
+def test_same_format_round_trip_keeps_fields_whose_keys_are_not_strings(
+    fmt: str, messages: list[dict[Any, Any]]
+) -> None:
+    # A block's field under a non-string key crashed (AttributeError: startswith); such keys
+    # are kept as given, like unmodelled fields, as message-level ones already were.
+    assert convert_messages(messages, fmt, source=fmt).messages == messages
+
+
 PAIRS = [(a, b) for a in FORMATS for b in FORMATS if a != b]
 
 

@@ -43,7 +43,7 @@ from typing import Any
 
 from ctxbudget._core import DictVersions, unchanged_prefix, weigh_messages
 from ctxbudget.counting import Accuracy, encoding_for_model
-from ctxbudget.formats.common import _genai_to_dict
+from ctxbudget.formats.common import _genai_to_dict, public_fields
 from ctxbudget.formats.detect import SeenFits, pick_format
 from ctxbudget.messages import (
     Message,
@@ -531,9 +531,7 @@ def _count_parts(
             attach += at
             exact = exact and ex
         elif kind == "other":
-            extra = {
-                k: v for k, v in p.extra.items() if not (isinstance(k, str) and k.startswith("_"))
-            }
+            extra = public_fields(p.extra)
             if extra:
                 text += count(json.dumps(extra, ensure_ascii=False, default=str))
         else:

@@ -105,11 +105,16 @@ def _same(part: Part | Message, fmt: str) -> bool:
     return part.provider == fmt
 
 
+def public_fields(extra: Mapping[Any, Any]) -> dict[Any, Any]:
+    """The fields of ``extra`` but ``_``-prefixed private ones (keys that are not strings kept)."""
+    return {k: v for k, v in extra.items() if not (isinstance(k, str) and k.startswith("_"))}
+
+
 def _extra(part: Part | Message, fmt: str) -> dict[str, Any]:
     """Unmodelled fields, public ones only, written back only to their own format."""
     if part.provider != fmt:
         return {}
-    return {k: v for k, v in part.extra.items() if not k.startswith("_")}
+    return public_fields(part.extra)
 
 
 def _signature(part: Part, fmt: str, w: _Writer, path: str) -> Any:

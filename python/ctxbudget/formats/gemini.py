@@ -24,6 +24,7 @@ from ctxbudget.formats.common import (
     _signature,
     _too_deep,
     _Writer,
+    public_fields,
 )
 from ctxbudget.formats.model import Message, Part, PartKind
 
@@ -289,7 +290,7 @@ def _gem_part_out(part: Part, w: _Writer, path: str, ids: dict[str, str]) -> dic
     if sig is not None:
         out["thought_signature"] = sig
     if same:
-        out |= {k: v for k, v in part.extra.items() if not k.startswith("_")}
+        out |= public_fields(part.extra)
     return out
 
 
@@ -322,7 +323,7 @@ def _write_gemini(messages: Sequence[Message], w: _Writer) -> tuple[list[dict[st
             continue
         content: dict[str, Any] = {"role": role, "parts": parts}
         if same:
-            content |= {k: v for k, v in message.extra.items() if not k.startswith("_")}
+            content |= public_fields(message.extra)
         if message.role == "tool":
             content["_ctxb_tool"] = True
         out.append(content)
