@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from ctxbudget import estimate_request, estimate_tokens
 from ctxbudget.messages import (
     FORMATS,
     MessageFormatError,
@@ -554,6 +555,55 @@ def test_genai_tool_objects() -> None:
         ]
     )
     assert normalize_tools([tool])[0].name == "bash"
+
+
+def test_gemini_builtin_tools_are_read_and_counted() -> None:
+    # google_search, code_execution, url_context, ... were refused as "not a tool definition".
+    types = pytest.importorskip("google.genai.types")
+    decl = types.FunctionDeclaration(name="bash", parameters_json_schema={"type": "object"})
+    both = types.Tool(code_execution=types.ToolCodeExecution(), function_declarations=[decl])
+    specs = normalize_tools([types.Tool(google_search=types.GoogleSearch()), both])
+    assert [(s.name, s.kind) for s in specs] == [
+        ("google_search", "google_search"),
+        ("bash", "function"),
+        ("code_execution", "code_execution"),
+    ]
+    dicts = normalize_tools([{"googleSearch": {}}, {"url_context": {}}])
+    assert [s.kind for s in dicts] == ["google_search", "url_context"]
+    msgs = [{"role": "user", "parts": [{"text": "hi"}]}]
+    only_fn = types.Tool(function_declarations=[decl])
+    tools_of = [
+        estimate_request(msgs, tools=[t], format="gemini").components.tools for t in (only_fn, both)
+    ]
+    assert tools_of[1] > tools_of[0]
+
+
+def test_a_function_without_parameters_is_a_function() -> None:
+    # A declaration with no parameter schema was taken for a built-in tool: convert_tools
+    # refused it, and the estimate counted its whole Tool (every other declaration) again.
+    long = {"name": "b", "description": "Reads the file. " * 300}
+    with_a = {"function_declarations": [{"name": "a"}, long]}
+    out = convert_tools([with_a], "anthropic")
+    assert out[0] == {
+        "name": "a",
+        "description": "",
+        "input_schema": {"type": "object", "properties": {}},
+    }
+    msgs = [{"role": "user", "parts": [{"text": "hi"}]}]
+    alone, both = (
+        estimate_request(msgs, tools=[t], format="gemini").components.tools
+        for t in ({"function_declarations": [long]}, with_a)
+    )
+    assert 0 < both - alone < estimate_tokens(long["description"]) / 4
+
+
+def test_tool_errors_name_the_tool_not_a_message() -> None:
+    with pytest.raises(MessageFormatError, match=r"^tool 1, field 'tools\[1\]': not a tool") as e:
+        normalize_tools([{"google_search": {}}, {"foo": {}}])
+    assert e.value.index == 1
+    fns = {"function_declarations": [{"name": "a"}, {"name": "b"}]}
+    with pytest.raises(MessageFormatError, match=r"^tool 1, field 'tools\[1\]': built-in") as e:
+        convert_tools([fns, {"google_search": {}}], "anthropic")
 
 
 # --------------------------------------------------------------------------- LangChain

@@ -1056,7 +1056,7 @@ class RequestEstimator:
         specs = normalize_tools(tools)
         total = p.tools_preamble
         for spec in specs:
-            if spec.parameters is None:
+            if spec.kind != "function":
                 raw = spec.raw.model_dump() if hasattr(spec.raw, "model_dump") else spec.raw
                 body = json.dumps(raw, ensure_ascii=False, separators=(",", ":"), default=str)
             else:

@@ -25,15 +25,18 @@ class MessageFormatError(ValueError):
     """A message that is not valid in its format, or a field a conversion cannot carry.
 
     Attributes:
-        index: Position of the message in the list (``None`` for a request-level problem).
-        field: The offending field, as a path (``"content[1].image_url"``).
+        index: Position of the message in the list, or of the tool in the tool list for a tool
+            definition (``None`` for a request-level problem).
+        field: The offending field, as a path (``"content[1].image_url"``, ``"tools[0].name"``).
         format: The format being read or written.
     """
 
     __module__ = "ctxbudget.messages"  # the public name, as tracebacks show it
 
-    def __init__(self, message: str, index: int | None, field: str, fmt: str | None) -> None:
-        where = f"message {index}" if index is not None else "request"
+    def __init__(
+        self, message: str, index: int | None, field: str, fmt: str | None, *, item: str = "message"
+    ) -> None:
+        where = f"{item} {index}" if index is not None else "request"
         super().__init__(f"{where}, field {field!r}: {message}")
         self.index = index
         self.field = field
@@ -115,7 +118,8 @@ class ToolSpec:
     Attributes:
         name: Tool name.
         description: Its description.
-        parameters: JSON schema of its arguments (``None`` for a provider built-in tool).
+        parameters: JSON schema of its arguments (``None`` for a provider built-in tool, or a
+            function that declares none).
         kind: ``function`` or the provider's built-in type (``web_search_20250305``, ...).
         raw: The caller's original tool object.
     """
