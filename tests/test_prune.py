@@ -563,7 +563,7 @@ def test_bad_reason_and_missing_window() -> None:
 
 def test_stub_text_shape() -> None:
     text = stub_text("grep", "x\n" * 10, 5_000, head_lines=3)
-    assert "grep returned 5,000 tokens (11 lines)" in text
+    assert "grep returned 5,000 tokens (10 lines)" in text
     assert "x\nx\nx\n[...]" in text
     assert SUMMARY_MARKER not in text
     assert stub_text(None, "", 0).count("the tool") == 2

@@ -70,7 +70,7 @@ class StubCandidates:
     def _stub(self, fmt: str, m: Any, slot: int, tool: str | None) -> tuple[str, int] | None:
         """(stub text, tokens it saves) of one result; ``None`` when it saves nothing."""
         text, _ = result_text(fmt, m, slot)
-        if not text or is_stub(text):
+        if not text or is_stub(text, self.config.head_chars):
             return None
         size = estimate_tokens(text, self.encoding)
         stub = stub_text(
@@ -150,7 +150,9 @@ class StickyStubs:
             old = self._by_id.get(id(original))
             slots = dict(old[2]) if old is not None and old[0] is original else {}
             slots[slot] = stub
-            stubbed = replace_results(fmt, original, slots)
+            # in the history's own type (a google-genai Content stays one): the view holds
+            # this very object, which a later stub in the same message is recorded against
+            stubbed = in_history_type([replace_results(fmt, original, slots)], [original])[0]
             ref = results_ref(fmt, original)
             self._by_id[id(original)] = (original, ref, slots, stubbed)
             self._origin[id(stubbed)] = (stubbed, original)

@@ -413,7 +413,7 @@ class Pruner:
 
         index, earlier = extend_index(
             self._index, scanner, fmt, msgs, infos,
-            lambda m, slot: self._size(fmt, m, slot), cfg.min_output_tokens,
+            lambda m, slot: self._size(fmt, m, slot), cfg.min_output_tokens, cfg.head_chars,
         )  # fmt: skip
         tail = fresh_tail(per_message, index.users, cfg, usable)
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ctxbudget.stubs import STUB_PREFIX
+from ctxbudget.stubs import is_stub
 from ctxbudget.turns import MessageInfo, ScanCache
 
 __all__ = ["Candidate", "HistoryIndex", "MadeStub", "StubKind", "extend_index"]
@@ -69,12 +69,14 @@ def extend_index(
     infos: list[MessageInfo],
     size: Callable[[Any, int], tuple[int, str]],
     min_tokens: int,
+    head_chars: int,
 ) -> tuple[HistoryIndex, dict[int, MadeStub]]:
     """The index of ``msgs`` (just read by ``scanner``), and the stubs the previous index
     ``last`` made that may be re-used (all of its messages are unchanged, and no call added
     since names a result they stub; a stub names the tool), by message index.
 
-    ``size(message, slot)`` gives the (tokens, text) of one tool output.
+    ``size(message, slot)`` gives the (tokens, text) of one tool output; outputs under
+    ``min_tokens`` and stubs (with heads of ``head_chars``) are no candidates.
     """
     shared = 0
     if (
@@ -121,7 +123,7 @@ def extend_index(
         m = msgs[i]
         for _, _, slot in info.results:
             tokens, text = size(m, slot)
-            if tokens >= min_tokens and not text.startswith(STUB_PREFIX):
+            if tokens >= min_tokens and not is_stub(text, head_chars):
                 candidates.append((i, slot, tokens, text))
     if not shared or renamed or last is None:
         return index, {}

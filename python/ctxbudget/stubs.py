@@ -38,6 +38,7 @@ The three texts, verbatim (``{...}`` filled in):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -51,12 +52,43 @@ STUB_PREFIX = "[ctxbudget: "
 _HOW = "a narrower request (a filter, a line range, a smaller limit) or read the data in parts"
 
 
-def is_stub(text: str) -> bool:
-    """The text is a stub written by ctxbudget."""
-    return text.startswith(STUB_PREFIX)
+#: What a stub holds beside its head: its wording (under 400 characters) and the tool's name,
+#: twice. A longer text is no stub, whatever it starts with.
+_STUB_OVERHEAD = 1024
+#: The closing sentences of the stub texts.
+_ENDINGS = (f" again with {_HOW}.", " again.")
+#: Blank lines at the start of an output: its head begins after them.
+_LEADING_BLANK_LINES = re.compile(r"(?:[ \t\r\f\v]*\n)+")
+
+
+def is_stub(text: str, head_chars: int = 200) -> bool:
+    """The text is a stub written by ctxbudget with a head of at most ``head_chars``
+    characters: it starts and ends as stubs do and is no longer than one. A tool output that
+    only starts like a stub (a page or file quoting one) is not one, and can be pruned.
+
+    >>> is_stub(missing_text("bash")), is_stub("[ctxbudget: no tool output] " + "x" * 5000)
+    (True, False)
+    """
+    return (
+        text.startswith(STUB_PREFIX)
+        and len(text) <= head_chars + _STUB_OVERHEAD
+        and text.endswith(_ENDINGS)
+    )
+
+
+def _line_count(text: str) -> int:
+    """Lines of ``text``: a final newline ends the last line, it does not start another."""
+    if not text:
+        return 0
+    return text.count("\n") + (0 if text.endswith("\n") else 1)
 
 
 def _head(text: str, max_chars: int, max_lines: int) -> tuple[str, bool]:
+    """The first lines of ``text`` after any blank ones, within ``max_lines`` and
+    ``max_chars``, and whether that leaves something out."""
+    blank = _LEADING_BLANK_LINES.match(text)
+    if blank is not None:
+        text = text[blank.end() :]
     lines = text.split("\n", max_lines)
     head = "\n".join(lines[:max_lines])
     cut = len(lines) > max_lines
@@ -78,7 +110,7 @@ def stub_text(
     """The stub that replaces a tool output (see the module docstring for the wording).
 
     >>> print(stub_text("bash", "a.py\\nb.py\\n" * 50, 1200, head_lines=2))
-    [ctxbudget: tool output pruned] bash returned 1,200 tokens (101 lines); the output was \
+    [ctxbudget: tool output pruned] bash returned 1,200 tokens (100 lines); the output was \
 removed from the context to save space. It began:
     a.py
     b.py
@@ -87,7 +119,7 @@ removed from the context to save space. It began:
 smaller limit) or read the data in parts.
     """
     name = tool or "the tool"
-    lines = text.count("\n") + 1 if text else 0
+    lines = _line_count(text)
     head, cut = _head(text, head_chars, head_lines)
     size = f"{tokens:,} tokens ({lines:,} line{'s' if lines != 1 else ''})"
     began = f" It began:\n{head}\n" + ("[...]\n" if cut else "") if head else "\n"
@@ -129,7 +161,9 @@ def results_ref(fmt: str, m: Any) -> Any:
     """The field holding a message's tool results (a new object there means a new result):
     of a dict, or an object such as google-genai's ``Content``."""
     field = _RESULTS_FIELD[fmt]
-    return m.get(field) if type(m) is dict else getattr(m, field, None)
+    if type(m) is dict or isinstance(m, Mapping):
+        return m.get(field)
+    return getattr(m, field, None)
 
 
 # --------------------------------------------------------------------------- writers
