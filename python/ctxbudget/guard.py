@@ -209,7 +209,7 @@ class ContextGuard:
     >>> guard = ContextGuard("gpt-4o", window=32_000)
     >>> result = guard.send(send, history)
     >>> print(result.request.messages[2]["content"].splitlines()[0])  # doctest: +ELLIPSIS
-    [ctxbudget: tool output pruned] ls returned ... tokens (20,001 lines); the output was...
+    [ctxbudget: tool output pruned] ls returned ... tokens (20,000 lines); the output was...
     >>> len(history[2]["content"]), result.usage_recorded
     (100000, True)
     """
