@@ -18,13 +18,13 @@ from __future__ import annotations
 import enum
 import errno
 import os
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ctxbudget.models import encoding_for_model
 from ctxbudget.tokens import DEFAULT_ENCODING, ENCODINGS, estimate_batch, estimate_tokens
 
 __all__ = [
@@ -252,59 +252,3 @@ def count_tokens(text: str, source: object = None) -> TokenCount:
     TokenCount(tokens=5, accuracy=<Accuracy.EXACT: 'exact'>, encoding='len')
     """
     return counter_for(source).count(text)
-
-
-#: (pattern on the lower-cased model name without provider prefix, encoding), first match wins.
-#: Decisions and the measurements behind them are in the README ("Which encoding for a model").
-_MODEL_RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-    (re.compile(p), e)
-    for p, e in (
-        # OpenAI: o200k for GPT-4o and everything after it, cl100k for GPT-4 / 3.5 / embeddings-3.
-        (
-            r"^(chatgpt-4o|gpt-4o|gpt-4\.1|gpt-4\.5|gpt-5|gpt-oss|gpt-realtime|o1|o3|o4|codex"
-            r"|omni-moderation)",
-            "o200k",
-        ),
-        (r"^(gpt-4|gpt-3\.5|gpt-35|text-embedding-3|text-embedding-ada)", "cl100k"),
-        # Meta Llama 3.x (3, 3.1, 3.2, 3.3) share one 128k vocabulary; not LLaMA-1 "llama-30b".
-        (r"^(meta-)?llama-?3(?!\d)", "llama3"),
-        # Qwen 2 / 2.5 / 3 and QwQ share one 151k vocabulary; DashScope's qwen-max/plus/turbo too.
-        (r"^(qwen|qwq)", "qwen3"),
-    )
-)
-
-#: OpenAI fine-tuned ids, ``ft:<base model>:<org>:<suffix>:<id>``: group 1 is the base model.
-_FINE_TUNED = re.compile(r"(?:^|/)ft:([^:/]+)")
-#: Bedrock ids: ``<vendor>.<model>``, or with a cross-region inference profile in front
-#: (``us.meta.llama3-2-...``, ``eu.``, ``apac.``, ``us-gov.``, ``global.``, ...).
-_BEDROCK_PREFIX = re.compile(r"^(?:[a-z]+(?:-[a-z]+)?\.)?[a-z]+\.")
-
-
-def encoding_for_model(model: str) -> str:
-    """The estimator encoding that fits ``model`` best; ``"conservative"`` when unknown.
-
-    Provider prefixes are ignored (``"openai/gpt-4o"``, ``"meta-llama/Llama-3.1-8B"``,
-    ``"bedrock/anthropic.claude-3-5-sonnet"``, ``"us.meta.llama3-2-90b-instruct-v1:0"``,
-    ``"models/gemini-2.0-flash"``), and a fine-tuned ``"ft:gpt-4o-mini-...:org::id"`` counts as
-    its base model. OpenAI models map to their real encodings (o200k or cl100k), Llama 3.x to
-    ``llama3``, Qwen 2/2.5/3 to ``qwen3``.
-    Models whose tokenizer we cannot count against here (Claude, Gemini, DeepSeek, Mistral,
-    Llama 4, ...) get ``conservative``: fitted to count at least as many tokens as the largest
-    of the four (never under it on the evaluation files), so a budget built on it has room to
-    spare.
-
-    >>> encoding_for_model("gpt-4o-mini"), encoding_for_model("gpt-4-turbo")
-    ('o200k', 'cl100k')
-    >>> encoding_for_model("meta-llama/Llama-3.1-8B-Instruct")
-    'llama3'
-    >>> encoding_for_model("some-new-model")
-    'conservative'
-    """
-    name = model.strip().lower()
-    fine_tuned = _FINE_TUNED.search(name)
-    name = fine_tuned.group(1) if fine_tuned else name.rsplit("/", 1)[-1]
-    name = _BEDROCK_PREFIX.sub("", name, count=1)
-    for pattern, encoding in _MODEL_RULES:
-        if pattern.search(name):
-            return encoding
-    return "conservative"

@@ -1,21 +1,35 @@
-"""Model registry: context window and maximum output for common models, with no network call.
+"""Model names: their context window and maximum output, and the encoding that counts them.
 
-Numbers are the providers' published limits for their own APIs (the same model behind another
-host may be served with a smaller window: register your host's numbers). Look-ups accept dated
-and provider-prefixed names (``claude-sonnet-4-5-20250929``, ``openai/gpt-4o``,
-``us.anthropic.claude-3-5-haiku-20241022-v1:0``) through the longest registered prefix.
+The registry holds each model's window and maximum output, with no network call. Numbers are the
+providers' published limits for their own APIs (the same model behind another host may be served
+with a smaller window: register your host's numbers).
+
+A name is looked up as providers and routers spell it. It is lower-cased and loses its routing
+prefixes (``openai/``, ``openrouter/anthropic/``, ``vertex_ai/``, a Vertex or Bedrock resource
+path, Bedrock's ``meta.`` / ``us.anthropic.`` / ``us.deepseek.``); a fine-tuned
+``ft:<base>:<org>::<id>`` is its base model; Bedrock's ``llama3-1`` and Together's
+``meta-llama-3.1`` are ``llama-3.1``, OpenRouter's ``claude-3.5-sonnet`` is ``claude-3-5-sonnet``
+and Azure's ``gpt-35-turbo`` is ``gpt-3.5-turbo``. The entry is then the longest registered name
+that the result starts with, up to a boundary: the end of the name or a character that is not a
+letter or digit (a date ``-20250929``, Vertex's ``@20250514``, Bedrock's ``-v1:0``, a tag
+``:8b``). ``gpt-4oops`` and ``o30`` match nothing.
 
 >>> info = model_info("gpt-4o-2024-08-06")
 >>> info.window, info.max_output, info.family
 (128000, 16384, 'openai')
+>>> model_info("us.meta.llama3-3-70b-instruct-v1:0").name
+'llama-3.3'
 >>> reg = ModelRegistry()
 >>> _ = reg.register("my-llama", window=32_768, max_output=4_096, family="llama")
 >>> reg.lookup("my-llama-q4").window
 32768
+>>> encoding_for_model("claude-sonnet-4@20250514"), encoding_for_model("o3-mini")
+('conservative', 'o200k')
 """
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,6 +39,7 @@ __all__ = [
     "FAMILIES",
     "ModelInfo",
     "ModelRegistry",
+    "encoding_for_model",
     "family_of",
     "model_info",
     "register_model",
@@ -56,7 +71,12 @@ _BUILTIN: tuple[tuple[str, int, int | None, str], ...] = (
     # OpenAI
     ("gpt-5", 400_000, 128_000, "openai"),
     ("gpt-5-chat", 128_000, 16_384, "openai"),
+    ("gpt-5-pro", 400_000, 272_000, "openai"),
     ("gpt-5.1", 400_000, 128_000, "openai"),
+    # The chat (Instant) snapshots are 128k models. gpt-5.1-chat's max output: not found in
+    # the provider pages searched (the default reserve applies).
+    ("gpt-5.1-chat", 128_000, None, "openai"),
+    ("gpt-5.2-chat", 128_000, 16_384, "openai"),
     ("gpt-4.1", 1_047_576, 32_768, "openai"),
     ("gpt-4o", 128_000, 16_384, "openai"),
     ("chatgpt-4o", 128_000, 16_384, "openai"),
@@ -68,6 +88,7 @@ _BUILTIN: tuple[tuple[str, int, int | None, str], ...] = (
     ("gpt-4", 8_192, 8_192, "openai"),
     ("gpt-4-32k", 32_768, 8_192, "openai"),
     ("gpt-3.5-turbo", 16_385, 4_096, "openai"),
+    ("gpt-3.5-turbo-instruct", 4_096, 4_096, "openai"),
     ("o1", 200_000, 100_000, "openai"),
     ("o1-preview", 128_000, 32_768, "openai"),
     ("o1-mini", 128_000, 65_536, "openai"),
@@ -88,10 +109,12 @@ _BUILTIN: tuple[tuple[str, int, int | None, str], ...] = (
     ("claude-3-opus", 200_000, 4_096, "anthropic"),
     ("claude-3-haiku", 200_000, 4_096, "anthropic"),
     # Google
+    ("gemini-3.1-pro", 1_048_576, 65_536, "gemini"),
     ("gemini-3-pro", 1_048_576, 65_536, "gemini"),
     ("gemini-2.5-pro", 1_048_576, 65_536, "gemini"),
     ("gemini-2.5-flash", 1_048_576, 65_536, "gemini"),
     ("gemini-2.5-flash-lite", 1_048_576, 65_536, "gemini"),
+    ("gemini-2.5-flash-image", 32_768, 32_768, "gemini"),
     ("gemini-2.0-flash", 1_048_576, 8_192, "gemini"),
     ("gemini-1.5-pro", 2_097_152, 8_192, "gemini"),
     ("gemini-1.5-flash", 1_048_576, 8_192, "gemini"),
@@ -100,15 +123,12 @@ _BUILTIN: tuple[tuple[str, int, int | None, str], ...] = (
     ("deepseek-reasoner", 128_000, 64_000, "deepseek"),
     ("deepseek-v3", 128_000, 8_192, "deepseek"),
     ("deepseek-r1", 128_000, 32_768, "deepseek"),
-    # Meta Llama
+    # Meta Llama (``llama3.1``, Bedrock's ``llama3-1``, ``llama4-scout`` are looked up as these)
     ("llama-3.1", 131_072, 8_192, "llama"),
     ("llama-3.2", 131_072, 8_192, "llama"),
     ("llama-3.3", 131_072, 8_192, "llama"),
     ("llama-4-scout", 10_000_000, 8_192, "llama"),
     ("llama-4-maverick", 1_000_000, 8_192, "llama"),
-    ("llama3.1", 131_072, 8_192, "llama"),
-    ("llama3.2", 131_072, 8_192, "llama"),
-    ("llama3.3", 131_072, 8_192, "llama"),
     # Qwen
     ("qwen3", 131_072, 32_768, "qwen"),
     ("qwen3-coder", 262_144, 65_536, "qwen"),
@@ -128,6 +148,7 @@ _BUILTIN: tuple[tuple[str, int, int | None, str], ...] = (
     ("open-mistral-nemo", 131_072, None, "mistral"),
 )
 
+#: (substring of the canonical name, family), first match wins; the o-series below.
 _FAMILY_HINTS: tuple[tuple[str, str], ...] = (
     ("claude", "anthropic"),
     ("gemini", "gemini"),
@@ -139,21 +160,97 @@ _FAMILY_HINTS: tuple[tuple[str, str], ...] = (
     ("mixtral", "mistral"),
     ("stral", "mistral"),
     ("gpt", "openai"),
-    ("o1", "openai"),
-    ("o3", "openai"),
-    ("o4", "openai"),
 )
+#: ``o1`` / ``o3`` / ``o4`` as a word of the name (``azure/o1``, ``my-o3-deployment``), not
+#: inside one (``hello1``, ``turbo4``).
+_O_SERIES = re.compile(r"(?:^|[^a-z0-9])o[134](?![a-z0-9])")
+
+#: OpenAI fine-tuned ids, ``ft:<base model>:<org>:<suffix>:<id>``: group 1 is the base model.
+_FINE_TUNED = re.compile(r"(?:^|/)ft:([^:/]+)")
+#: Bedrock ids: ``<vendor>.<model>``, or with a cross-region inference profile in front
+#: (``us.meta.llama3-2-...``, ``eu.``, ``apac.``, ``us-gov.``, ``global.``, ...): group 1 is the
+#: vendor. A model name has a digit or a dash before its first dot (``gpt-4.1``, ``qwen2.5``).
+_BEDROCK_PREFIX = re.compile(r"^(?:[a-z]+(?:-[a-z]+)?\.)?([a-z]+)\.")
+#: Llama versions as ``llama-<major>[.<minor>]``: ``llama3.1``, Bedrock's ``llama3-1`` and
+#: ``llama4-scout``, ``meta-llama-3.1``. A minor needs a boundary after it, so ``llama3-8b`` (Llama
+#: 3, 8k) stays Llama 3 and ``llama-30b`` (LLaMA-1) is not Llama 3.
+_LLAMA = re.compile(r"^(?:meta-)?llama-?(\d+)(?:[-.](\d)(?![a-z0-9]))?(?![a-z0-9])")
+#: A dotted Claude version (OpenRouter's ``claude-3.5-sonnet``, ``claude-opus-4.5``).
+_DOTTED_VERSION = re.compile(r"(?<=\d)\.(?=\d)")
+#: Azure's spelling of GPT-3.5 (``gpt-35-turbo``).
+_AZURE_GPT35 = re.compile(r"^gpt-35(?![a-z0-9])")
 
 
 def _canonical(name: str) -> str:
-    """Lower-case, without provider routing prefixes (``openai/``, ``us.anthropic.``)."""
+    """The spelling the registry and the encoding rules know (see the module docstring)."""
     key = name.strip().lower()
-    key = key.rsplit("/", 1)[-1]
-    for marker in ("anthropic.", "meta.", "mistral.", "deepseek.", "qwen."):
-        head, sep, tail = key.partition(marker)
-        if sep and len(head) <= 8:
-            key = tail
-    return key
+    fine_tuned = _FINE_TUNED.search(key)
+    key = fine_tuned.group(1) if fine_tuned else key.rsplit("/", 1)[-1]
+    bedrock = _BEDROCK_PREFIX.match(key)
+    if bedrock:
+        key = key[bedrock.end() :]
+        if bedrock.group(1) == "deepseek" and not key.startswith("deepseek"):
+            key = f"deepseek-{key}"  # Bedrock's deepseek.r1-v1:0, deepseek.v3-v1:0
+    key = _LLAMA.sub(_llama_version, key, count=1)
+    if key.startswith("claude-"):
+        key = _DOTTED_VERSION.sub("-", key)
+    return _AZURE_GPT35.sub("gpt-3.5", key, count=1)
+
+
+def _llama_version(match: re.Match[str]) -> str:
+    major, minor = match.group(1, 2)
+    return f"llama-{major}.{minor}" if minor else f"llama-{major}"
+
+
+#: (pattern on the canonical name, encoding), first match wins. A family matches up to a
+#: boundary: ``o3-mini`` and ``gpt-4o-2024-08-06`` are o200k, ``o30`` and ``gpt-4oops`` are not
+#: (only Qwen's version digits follow its name directly: ``qwen2.5``, ``qwen3``). Decisions and
+#: the measurements behind them are in the README ("Which encoding for a model").
+_ENCODING_RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(p), e)
+    for p, e in (
+        # OpenAI: o200k for GPT-4o and everything after it, cl100k for GPT-4 / 3.5 / embeddings-3.
+        (
+            r"^(?:chatgpt-4o|gpt-4o|gpt-4\.1|gpt-4\.5|gpt-5|gpt-oss|gpt-realtime|o1|o3|o4|codex"
+            r"|omni-moderation)(?![a-z0-9])",
+            "o200k",
+        ),
+        # Not gpt-4.x: every GPT-4.x is newer than GPT-4o (an unknown one gets conservative).
+        (r"^(?:gpt-4|gpt-3\.5|text-embedding-3|text-embedding-ada)(?![a-z0-9.])", "cl100k"),
+        # Meta Llama 3.x (3, 3.1, 3.2, 3.3) share one 128k vocabulary; not LLaMA-1 "llama-30b".
+        (r"^llama-3(?![a-z0-9])", "llama3"),
+        # Qwen 2 / 2.5 / 3 and QwQ share one 151k vocabulary; DashScope's qwen-max/plus/turbo too.
+        (r"^(?:qwen|qwq)(?![a-z])", "qwen3"),
+    )
+)
+
+
+def encoding_for_model(model: str) -> str:
+    """The estimator encoding that fits ``model`` best; ``"conservative"`` when unknown.
+
+    Names are read as the registry reads them (see the module docstring): routing prefixes
+    are ignored (``"openai/gpt-4o"``, ``"meta-llama/Llama-3.1-8B"``,
+    ``"bedrock/anthropic.claude-3-5-sonnet"``, ``"us.meta.llama3-2-90b-instruct-v1:0"``,
+    ``"models/gemini-2.0-flash"``), and a fine-tuned ``"ft:gpt-4o-mini-...:org::id"`` counts
+    as its base model. OpenAI models map to their real encodings (o200k or cl100k), Llama 3.x
+    to ``llama3``, Qwen 2/2.5/3 to ``qwen3``; a family name followed by more letters or digits
+    (``"o30"``, ``"gpt-4oops"``) is another model. Models whose tokenizer we cannot count
+    against here (Claude, Gemini, DeepSeek, Mistral, Llama 4, ...) get ``conservative``: fitted
+    to count at least as many tokens as the largest of the four (never under it on the
+    evaluation files), so a budget built on it has room to spare.
+
+    >>> encoding_for_model("gpt-4o-mini"), encoding_for_model("gpt-4-turbo")
+    ('o200k', 'cl100k')
+    >>> encoding_for_model("meta-llama/Llama-3.1-8B-Instruct")
+    'llama3'
+    >>> encoding_for_model("o30"), encoding_for_model("some-new-model")
+    ('conservative', 'conservative')
+    """
+    key = _canonical(model)
+    for pattern, encoding in _ENCODING_RULES:
+        if pattern.search(key):
+            return encoding
+    return "conservative"
 
 
 def family_of(model: str) -> str | None:
@@ -165,11 +262,7 @@ def family_of(model: str) -> str | None:
     info = DEFAULT_REGISTRY.lookup(model)
     if info is not None:
         return info.family
-    key = _canonical(model)
-    for hint, family in _FAMILY_HINTS:
-        if hint in key:
-            return family
-    return None
+    return _hint_family(_canonical(model))
 
 
 class ModelRegistry:
@@ -195,6 +288,9 @@ class ModelRegistry:
         family: str | None = None,
     ) -> ModelInfo:
         """Add or override a model (the name also matches longer names it prefixes).
+
+        The name is stored as look-ups spell it (see the module docstring): ``"llama3.1-ft"``
+        is registered as ``"llama-3.1-ft"``.
 
         Raises:
             ValueError: A window or max output that is not a positive integer.
@@ -236,7 +332,7 @@ def _hint_family(key: str) -> str | None:
     for hint, family in _FAMILY_HINTS:
         if hint in key:
             return family
-    return None
+    return "openai" if _O_SERIES.search(key) else None
 
 
 #: The process-wide registry used when none is given.
