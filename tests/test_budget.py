@@ -182,6 +182,40 @@ def test_for_model_and_overrides() -> None:
     assert ContextWindowBudget.for_model("unheard-of-model", window=8_192).reserve() == 2_048
 
 
+@given(
+    window=st.integers(min_value=1, max_value=4_000_000),
+    cap=st.integers(min_value=1, max_value=4_000_000),
+    reserved=maybe_tokens,
+    max_tokens=maybe_tokens,
+)
+def test_an_input_cap_holds_whatever_the_reserve(
+    window: int, cap: int, reserved: int | None, max_tokens: int | None
+) -> None:
+    # GPT-5 takes at most 272k input tokens of its 400k window: input over the cap never fits,
+    # and a cap does not change a reserve that already keeps the input under it.
+    capped = ContextWindowBudget(window, reserved, max_input=cap)
+    plain = ContextWindowBudget(window, reserved)
+    assert capped.available(max_tokens) == min(plain.available(max_tokens), cap)
+    assert not capped.fits(cap + 1, max_tokens=max_tokens)
+    room = capped.available(max_tokens)
+    assert room < 0 or capped.fits(room, max_tokens=max_tokens)
+
+
+def test_gpt5_budget_keeps_to_its_input_cap() -> None:
+    # The registry's input cap reaches the budget: 300k input (400k window - the capped 25%
+    # reserve) was allowed, which OpenAI refuses ("Input tokens exceed the configured limit").
+    info = model_info("gpt-5-codex")
+    assert info is not None and info.max_input is not None and info.max_input < info.window
+    budget = ContextWindowBudget.for_model("gpt-5-codex")
+    assert budget.available() == info.max_input
+    assert budget.fits(info.max_input) and not budget.fits(info.max_input + 1)
+    # a caller's window under the cap leaves the usual rule
+    small = ContextWindowBudget.for_model("gpt-5", window=200_000)
+    assert small.available() == ContextWindowBudget(200_000, max_output=info.max_output).available()
+    with pytest.raises(ValueError, match="max_input"):
+        ModelRegistry().register("m", window=1_000, max_input=0)
+
+
 def test_budget_with_real_estimate() -> None:
     msgs = [{"role": "user", "content": "hello " * 1_000}]
     est = estimate_request(msgs, model="gpt-4o", max_tokens=1_000)
@@ -196,6 +230,7 @@ def test_budget_with_real_estimate() -> None:
         {"window": 0},
         {"window": 10, "reserved_output": -1},
         {"window": 10, "max_reserve_fraction": 2.0},
+        {"window": 10, "max_input": 0},
     ],
 )
 def test_invalid_budget(bad: dict[str, object]) -> None:

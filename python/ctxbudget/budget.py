@@ -110,6 +110,8 @@ class ContextWindowBudget:
         max_reserve_fraction: Cap on the reserve as a fraction of the window (default 0.25;
             ``None`` for no cap).
         max_output: The model's maximum output, if known.
+        max_input: The largest input the provider accepts, when below the window (GPT-5:
+            272k of 400k): the reserve is never less than ``window - max_input``.
         default_output: Reserve when nothing else says (default 16k).
         model: Model name, for messages and errors.
 
@@ -120,6 +122,7 @@ class ContextWindowBudget:
     __slots__ = (
         "default_output",
         "margin",
+        "max_input",
         "max_output",
         "max_reserve_fraction",
         "model",
@@ -135,11 +138,14 @@ class ContextWindowBudget:
         margin: int = DEFAULT_MARGIN,
         max_reserve_fraction: float | None = 0.25,
         max_output: int | None = None,
+        max_input: int | None = None,
         default_output: int = DEFAULT_OUTPUT_RESERVE,
         model: str | None = None,
     ) -> None:
         if window <= 0:
             raise ValueError(f"window must be positive, got {window}")
+        if max_input is not None and max_input <= 0:
+            raise ValueError(f"max_input must be positive, got {max_input}")
         for name, value in (
             ("reserved_output", reserved_output),
             ("margin", margin),
@@ -155,6 +161,7 @@ class ContextWindowBudget:
         self.margin = margin
         self.max_reserve_fraction = max_reserve_fraction
         self.max_output = max_output
+        self.max_input = max_input
         self.default_output = default_output
         self.model = model
 
@@ -184,6 +191,9 @@ class ContextWindowBudget:
             window = info.window
         if max_output is None and info is not None:
             max_output = info.max_output
+        if info is not None and info.max_input is not None and "max_input" not in kwargs:
+            # the model's input cap, unless the caller's window is already below it
+            kwargs["max_input"] = info.max_input if info.max_input < window else None
         return cls(window, max_output=max_output, model=model, **kwargs)  # type: ignore[arg-type]
 
     # -- the reserve rule
@@ -212,6 +222,10 @@ class ContextWindowBudget:
         for asked in (self.reserved_output, max_tokens):
             if asked is not None:
                 reserve = max(reserve, asked)
+        if self.max_input is not None:
+            # The provider's input cap holds whatever the output: what lies above it is
+            # reserved too.
+            reserve = max(reserve, self.window - self.max_input)
         return reserve
 
     def available(self, max_tokens: int | None = None) -> int:
@@ -323,5 +337,5 @@ class ContextWindowBudget:
         return (
             f"ContextWindowBudget(window={self.window}, reserved_output={self.reserved_output}, "
             f"margin={self.margin}, max_reserve_fraction={self.max_reserve_fraction}, "
-            f"max_output={self.max_output}, model={self.model!r})"
+            f"max_output={self.max_output}, max_input={self.max_input}, model={self.model!r})"
         )

@@ -59,12 +59,15 @@ class ModelInfo:
         max_output: Largest output the model may produce, if published.
         family: ``openai``, ``anthropic``, ``gemini``, ``deepseek``, ``llama``, ``qwen``,
             ``mistral`` or ``None``.
+        max_input: Largest input the provider accepts when it is below the window (GPT-5:
+            272k of its 400k), else ``None``.
     """
 
     name: str
     window: int
     max_output: int | None
     family: str | None
+    max_input: int | None = None
 
 
 _BUILTIN: tuple[tuple[str, int, int | None, str], ...] = (
@@ -147,6 +150,10 @@ _BUILTIN: tuple[tuple[str, int, int | None, str], ...] = (
     ("ministral", 131_072, None, "mistral"),
     ("open-mistral-nemo", 131_072, None, "mistral"),
 )
+
+#: Input caps below the window: OpenAI refuses more than 272k input tokens to GPT-5 and 5.1
+#: ("Input tokens exceed the configured limit of 272000 tokens"), whatever max_tokens says.
+_MAX_INPUT = {"gpt-5": 272_000, "gpt-5.1": 272_000}
 
 #: (substring of the canonical name, family), first match wins; the o-series below.
 _FAMILY_HINTS: tuple[tuple[str, str], ...] = (
@@ -277,7 +284,8 @@ class ModelRegistry:
         self._models: dict[str, ModelInfo] = {}
         if builtin:
             for name, window, max_output, family in _BUILTIN:
-                self._models[name] = ModelInfo(name, window, max_output, family)
+                max_input = _MAX_INPUT.get(name)
+                self._models[name] = ModelInfo(name, window, max_output, family, max_input)
 
     def register(
         self,
@@ -286,6 +294,7 @@ class ModelRegistry:
         window: int,
         max_output: int | None = None,
         family: str | None = None,
+        max_input: int | None = None,
     ) -> ModelInfo:
         """Add or override a model (the name also matches longer names it prefixes).
 
@@ -293,13 +302,16 @@ class ModelRegistry:
         is registered as ``"llama-3.1-ft"``.
 
         Raises:
-            ValueError: A window or max output that is not a positive integer.
+            ValueError: A window, max output or max input that is not a positive integer.
         """
-        if window <= 0 or (max_output is not None and max_output <= 0):
-            raise ValueError("window and max_output must be positive")
+        for what, value in (("max_output", max_output), ("max_input", max_input)):
+            if value is not None and value <= 0:
+                raise ValueError(f"{what} must be positive, got {value}")
+        if window <= 0:
+            raise ValueError(f"window must be positive, got {window}")
         key = _canonical(name)
         fam = family if family is not None else _hint_family(key)
-        info = ModelInfo(key, window, max_output, fam)
+        info = ModelInfo(key, window, max_output, fam, max_input)
         with self._lock:
             self._models[key] = info
         return info
@@ -351,7 +363,14 @@ def model_info(name: str, *, registry: ModelRegistry | None = None) -> ModelInfo
 
 
 def register_model(
-    name: str, *, window: int, max_output: int | None = None, family: str | None = None
+    name: str,
+    *,
+    window: int,
+    max_output: int | None = None,
+    family: str | None = None,
+    max_input: int | None = None,
 ) -> ModelInfo:
     """Add or override a model in :data:`DEFAULT_REGISTRY`."""
-    return DEFAULT_REGISTRY.register(name, window=window, max_output=max_output, family=family)
+    return DEFAULT_REGISTRY.register(
+        name, window=window, max_output=max_output, family=family, max_input=max_input
+    )
