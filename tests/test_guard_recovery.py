@@ -51,6 +51,13 @@ def blob(lines: int, tag: str) -> str:
 GPT5_INPUT_CAP = 272_000
 
 
+def uncapped_gpt5_guard() -> ContextGuard:
+    """A gpt-5 guard whose budget does not know the input cap (a host's deployment, or a
+    model the registry lacks): the cap is learned from the provider's error."""
+    budget = ContextWindowBudget(400_000, max_output=128_000, model="gpt-5")
+    return ContextGuard("gpt-5", budget=budget, calibration=False)
+
+
 def gpt5_provider(sent: list[GuardedRequest]) -> Any:
     """A provider refusing input over gpt-5's cap with its wording; records the requests."""
 
@@ -186,7 +193,7 @@ def test_an_input_limit_is_not_taken_for_a_window() -> None:
     sent: list[GuardedRequest] = []
     send, message = gpt5_provider(sent), one_message
 
-    guard = ContextGuard("gpt-5", calibration=False)
+    guard = uncapped_gpt5_guard()
     with pytest.raises(ContextOverflowError):  # one message, nothing to remove
         guard.send(send, message(280_000), max_tokens=8_000)
     sent.clear()
@@ -656,13 +663,26 @@ def test_a_result_stubbed_to_recover_stays_stubbed() -> None:
             assert attempts == [1]
 
 
+def test_the_registry_input_cap_is_kept_before_any_error() -> None:
+    """gpt-5 with the registry's numbers: 280k input is refused before it is sent (the
+    provider would refuse it), 268k with 8k of output is sent once."""
+    sent: list[GuardedRequest] = []
+    send, message = gpt5_provider(sent), one_message
+    guard = ContextGuard("gpt-5", calibration=False)
+    with pytest.raises(ContextBudgetError):
+        guard.send(send, message(280_000), max_tokens=8_000)
+    assert sent == []
+    guard.send(send, message(268_000), max_tokens=8_000)
+    assert len(sent) == 1
+
+
 def test_an_input_cap_with_no_output_asked_is_the_input_s() -> None:
     """gpt-5's 272k input cap learned from a request with no max_tokens: a later 276k
     input is not sent (the provider would refuse it), a 270k one is, once."""
     sent: list[GuardedRequest] = []
     send, message = gpt5_provider(sent), one_message
 
-    guard = ContextGuard("gpt-5", calibration=False)
+    guard = uncapped_gpt5_guard()
     with pytest.raises(ContextOverflowError):
         guard.send(send, message(280_000))
     sent.clear()
