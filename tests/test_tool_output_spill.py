@@ -6,6 +6,7 @@ import errno
 import os
 import re
 import stat
+import sys
 import threading
 import time
 from pathlib import Path
@@ -78,6 +79,14 @@ def test_label_that_is_not_text_is_a_type_error(tmp_path: Path, label: object) -
     assert not (tmp_path / "spill").exists()
 
 
+@pytest.mark.parametrize("text", [b"bytes output", None, 123])
+def test_text_that_is_not_str_is_a_type_error(tmp_path: Path, text: object) -> None:
+    store = DirectorySpillStore(tmp_path / "spill")
+    with pytest.raises(TypeError, match=f"text must be str, got {type(text).__name__}"):
+        store.write(text)  # type: ignore[arg-type]
+    assert not (tmp_path / "spill").exists()
+
+
 def test_names_are_unique_across_threads(tmp_path: Path) -> None:
     store = DirectorySpillStore(tmp_path)
     locations: list[str] = []
@@ -131,11 +140,111 @@ def test_store_is_a_spill_store(tmp_path: Path) -> None:
     assert isinstance(Custom(), SpillStore)
 
 
+# --- whose directory ---------------------------------------------------------------------
+
+posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX owners and mode bits")
+
+
+@pytest.mark.parametrize("mode", [0o700, 0o750, 0o755])
+def test_existing_directory_only_its_owner_can_change_is_used(tmp_path: Path, mode: int) -> None:
+    directory = tmp_path / "spill"
+    directory.mkdir()
+    directory.chmod(mode)
+    location = DirectorySpillStore(directory).write("x")
+    assert Path(location).read_text() == "x"
+    assert stat.S_IMODE(directory.stat().st_mode) == mode  # the owner's choice, left alone
+
+
+@posix_only
+@pytest.mark.parametrize(
+    ("mode", "who"),
+    [
+        (0o777, "group and others"),
+        (0o775, "group"),
+        (0o757, "others"),
+        (0o1777, "group and others"),  # sticky /tmp style: still refused
+    ],
+)
+def test_directory_others_can_write_is_refused(tmp_path: Path, mode: int, who: str) -> None:
+    directory = tmp_path / "spill"
+    directory.mkdir()
+    directory.chmod(mode)
+    with pytest.raises(PermissionError) as caught:
+        DirectorySpillStore(directory).write("secret output")
+    message = str(caught.value)
+    assert str(directory) in message and f"writable by {who}" in message
+    assert f"chmod go-w {directory}" in message  # says how to fix it
+    assert list(directory.iterdir()) == []
+    assert stat.S_IMODE(directory.stat().st_mode) == mode  # refused, not changed behind the back
+
+
+def test_symlinked_directory_is_refused(tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere"
+    target.mkdir(mode=0o700)
+    old = target / spill_file_name("old", now=time.time() - 30 * DAY)
+    old.write_text("not the store's to remove")
+    link = tmp_path / "spill"
+    link.symlink_to(target, target_is_directory=True)
+    store = DirectorySpillStore(link, max_age_seconds=DAY)
+    with pytest.raises(PermissionError, match="symbolic link"):
+        store.write("x")
+    with pytest.raises(PermissionError, match="symbolic link"):
+        store.cleanup()
+    assert list(target.iterdir()) == [old]  # neither written nor cleaned up through the link
+
+
+@posix_only
+def test_directory_owned_by_another_user_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    directory = tmp_path / "spill"
+    directory.mkdir(mode=0o700)
+    owner = directory.stat().st_uid
+    monkeypatch.setattr(os, "geteuid", lambda: owner + 1)  # the store runs as someone else
+    with pytest.raises(PermissionError, match=f"owned by uid {owner}, not by this user"):
+        DirectorySpillStore(directory).write("x")
+    assert list(directory.iterdir()) == []
+
+
+def test_directory_of_another_real_user_is_refused(tmp_path: Path) -> None:
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        pytest.skip(
+            "giving a directory to another uid needs root (as in CI); "
+            "test_directory_owned_by_another_user_is_refused covers the check as any user"
+        )
+    directory = tmp_path / "spill"
+    directory.mkdir(mode=0o755)
+    os.chown(directory, 65534, 65534)  # nobody: could replace the files the model reads
+    with pytest.raises(PermissionError, match="owned by uid 65534"):
+        DirectorySpillStore(directory).write("x")
+    assert list(directory.iterdir()) == []
+
+
+@posix_only
+def test_refused_directory_is_a_failed_spill_for_the_model(tmp_path: Path) -> None:
+    directory = tmp_path / "shared"
+    directory.mkdir()
+    directory.chmod(0o777)
+    result = truncate_output("line\n" * 5000, max_tokens=300, spill=DirectorySpillStore(directory))
+    assert result.truncated and result.spill_path is None
+    assert result.spill_error is not None and result.spill_error.startswith("PermissionError")
+    assert str(directory) in result.spill_error  # the log says which directory and why
+    assert "could not be stored (Permission denied)" in result.text
+    assert str(tmp_path) not in result.text and "save" not in result.text.lower()
+    assert list(directory.iterdir()) == []
+
+
 # --- retention --------------------------------------------------------------------------
 
 
 def plant(directory: Path, age_days: float, size: int, label: str = "t") -> Path:
     path = directory / spill_file_name(label, now=NOW - age_days * DAY)
+    path.write_bytes(b"x" * size)
+    return path
+
+
+def plant_seconds_ago(directory: Path, seconds: float, size: int) -> Path:
+    path = directory / spill_file_name("t", now=NOW - seconds)
     path.write_bytes(b"x" * size)
     return path
 
@@ -160,6 +269,69 @@ def test_cleanup_keeps_the_newest_even_over_the_size_limit(tmp_path: Path) -> No
     store = DirectorySpillStore(tmp_path, max_age_seconds=None, max_total_bytes=10)
     assert store.cleanup(now=NOW) == CleanupReport(0, 0, 1, 1000)
     assert newest.exists()
+
+
+def test_stores_sharing_a_directory_keep_each_others_fresh_files(tmp_path: Path) -> None:
+    stores = [DirectorySpillStore(tmp_path, max_total_bytes=1000) for _ in range(3)]  # 3 processes
+    texts = [letter * 600 for letter in "ABC"]
+    locations = [store.write(text) for store, text in zip(stores, texts, strict=True)]
+    assert [Path(location).read_text() for location in locations] == texts
+
+
+def test_size_limit_waits_for_the_grace_period(tmp_path: Path) -> None:
+    files = [plant_seconds_ago(tmp_path, age, 100) for age in (900, 600, 200, 100, 10)]
+    store = DirectorySpillStore(tmp_path, max_age_seconds=None, max_total_bytes=150)
+    # over the limit until the three younger than five minutes have aged
+    assert store.cleanup(now=NOW) == CleanupReport(2, 200, 3, 300)
+    assert [f.exists() for f in files] == [False, False, True, True, True]
+    assert store.cleanup(now=NOW + 300) == CleanupReport(2, 200, 1, 100)
+    assert [f.exists() for f in files] == [False, False, False, False, True]
+    assert spill_module.DEFAULT_MIN_AGE_SECONDS == 300
+
+
+def test_age_limit_waits_for_the_grace_period(tmp_path: Path) -> None:
+    plant_seconds_ago(tmp_path, 30, 10)
+    assert DirectorySpillStore(tmp_path, max_age_seconds=1).cleanup(now=NOW) == CleanupReport(
+        0, 0, 1, 10
+    )
+    shorter = DirectorySpillStore(tmp_path, max_age_seconds=1, min_age_seconds=10)
+    assert shorter.cleanup(now=NOW) == CleanupReport(1, 10, 0, 0)
+
+
+def test_live_temporary_file_is_kept_through_the_grace_period(tmp_path: Path) -> None:
+    live = tmp_path / (".tmp-" + spill_file_name("t", now=NOW - 30))
+    live.write_text("a slow writer")
+    DirectorySpillStore(tmp_path, max_age_seconds=1).cleanup(now=NOW)
+    assert live.exists()
+
+
+def test_negative_grace_period_is_a_value_error(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="min_age_seconds must be >= 0"):
+        DirectorySpillStore(tmp_path, min_age_seconds=-1)
+    with pytest.raises(ValueError, match="min_age_seconds must be >= 0"):
+        FsspecSpillStore(str(tmp_path), fs=object(), min_age_seconds=-1)
+
+
+def test_file_removed_by_a_concurrent_cleanup_is_neither_removed_nor_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for age in (4, 3, 2):
+        plant(tmp_path, age, 1000)
+    ours, theirs = (DirectorySpillStore(tmp_path, max_age_seconds=DAY) for _ in range(2))
+    real_unlink = os.unlink
+    theirs_report: CleanupReport | None = None
+
+    def unlink_after_theirs(path: str, *args: object, **kwargs: object) -> None:
+        nonlocal theirs_report
+        if theirs_report is None:  # another process cleans up between our listing and removal
+            theirs_report = CleanupReport(0, 0, 0, 0)  # set first: its unlinks come here too
+            theirs_report = theirs.cleanup(now=NOW)
+        real_unlink(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "unlink", unlink_after_theirs)
+    assert ours.cleanup(now=NOW) == CleanupReport(0, 0, 0, 0)
+    assert theirs_report == CleanupReport(3, 3000, 0, 0)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_cleanup_never_touches_other_files(tmp_path: Path) -> None:
@@ -289,6 +461,66 @@ def test_fsspec_local_store_and_cleanup(tmp_path: Path) -> None:
     report = store.cleanup(now=now)
     assert (report.removed_files, report.removed_bytes, report.kept_files) == (1, 7, 1)
     assert not old.exists() and (tmp_path / "remote" / "foreign.txt").exists()
+
+
+def test_fsspec_text_that_is_not_str_is_a_type_error(tmp_path: Path) -> None:
+    pytest.importorskip("fsspec")
+    store = FsspecSpillStore(str(tmp_path / "remote"))
+    for text in (b"bytes output", None):
+        with pytest.raises(TypeError, match=f"text must be str, got {type(text).__name__}"):
+            store.write(text)  # type: ignore[arg-type]
+    assert not (tmp_path / "remote").exists()
+
+
+def test_fsspec_write_cleans_up_opportunistically(tmp_path: Path) -> None:
+    pytest.importorskip("fsspec")
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    old = remote / spill_file_name("old", now=time.time() - 1000)
+    old.write_text("old")
+    store = FsspecSpillStore(str(remote), max_age_seconds=100)
+    store.write("new")
+    assert not old.exists()
+    old.write_text("old again")
+    store.write("newer")  # within a minute of the last clean-up: not run again
+    assert old.exists()
+
+
+def test_fsspec_fresh_writes_are_kept_over_the_size_limit(tmp_path: Path) -> None:
+    pytest.importorskip("fsspec")
+    store = FsspecSpillStore(str(tmp_path), max_total_bytes=100)
+    locations = [store.write("x" * 80) for _ in range(5)]
+    assert store.cleanup() == CleanupReport(0, 0, 5, 400)
+    assert all(Path(location.removeprefix("file://")).exists() for location in locations)
+
+
+def test_fsspec_cleanup_failure_never_fails_the_write(tmp_path: Path) -> None:
+    fsspec = pytest.importorskip("fsspec")
+
+    class UnlistableFs(type(fsspec.filesystem("file"))):  # type: ignore[misc]
+        def ls(self, path: str, detail: bool = True, **kwargs: object) -> list[object]:
+            raise RuntimeError("listing denied")
+
+    store = FsspecSpillStore(str(tmp_path), fs=UnlistableFs())
+    location = store.write("still written")
+    assert Path(location.removeprefix("file://")).read_text() == "still written"
+
+
+def test_fsspec_without_limits_never_lists(tmp_path: Path) -> None:
+    fsspec = pytest.importorskip("fsspec")
+    listed: list[str] = []
+
+    class RecordingFs(type(fsspec.filesystem("file"))):  # type: ignore[misc]
+        def ls(self, path: str, detail: bool = True, **kwargs: object) -> list[object]:
+            listed.append(path)
+            return super().ls(path, detail=detail, **kwargs)  # type: ignore[no-any-return]
+
+    # retention left to bucket lifecycle rules: no listing on write
+    store = FsspecSpillStore(
+        str(tmp_path), fs=RecordingFs(), max_age_seconds=None, max_total_bytes=None
+    )
+    store.write("text")
+    assert listed == []
 
 
 def test_fsspec_backend_error_is_raised_and_nothing_is_left() -> None:

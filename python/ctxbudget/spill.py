@@ -16,16 +16,21 @@ Two stores ship here:
 File names are built here, never from unsanitised caller input: a UTC timestamp, a random
 token and an optional label reduced to ``[a-z0-9_-]``. The timestamp in the name drives
 retention, so both stores clean up the same way without trusting backend modification times.
+Retention never removes a file younger than a grace period (``min_age_seconds``): stores in
+other processes may share the location, and the file one of them wrote a moment ago is the
+one its model was just told to read.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import importlib
 import logging
 import os
 import re
 import secrets
+import stat
 import sys
 import threading
 import time
@@ -41,6 +46,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_MAX_AGE_SECONDS",
     "DEFAULT_MAX_TOTAL_BYTES",
+    "DEFAULT_MIN_AGE_SECONDS",
     "CleanupReport",
     "DirectorySpillStore",
     "FsspecSpillStore",
@@ -56,6 +62,9 @@ logger = logging.getLogger(__name__)
 DEFAULT_MAX_AGE_SECONDS = 7 * 24 * 3600
 #: Oldest spill files are removed until the store holds at most this much (1 GiB).
 DEFAULT_MAX_TOTAL_BYTES = 1 << 30
+#: No spill file younger than this (5 minutes) is removed, whatever the limits: another
+#: store sharing the location may have just pointed its model to it.
+DEFAULT_MIN_AGE_SECONDS = 5 * 60
 #: Opportunistic clean-up runs at most this often per store, on write.
 _CLEANUP_INTERVAL_SECONDS = 60.0
 #: Text is encoded and written in pieces of this many characters, so a spill of a huge
@@ -93,7 +102,8 @@ class CleanupReport:
     Attributes:
         removed_files: Number of spill files (and stale temporary files) deleted.
         removed_bytes: Their total size.
-        kept_files: Spill files left in the store.
+        kept_files: Spill files left in the store. A file another clean-up removed while
+            this one ran counts as neither removed nor kept.
         kept_bytes: Their total size.
     """
 
@@ -173,29 +183,44 @@ def default_spill_dir() -> Path:
     return Path.home() / ".cache" / "ctxbudget" / "spill"
 
 
+@dataclass(frozen=True, slots=True)
+class _Retention:
+    """The limits of one store: age, total size, and the grace period that overrides both."""
+
+    max_age: float | None
+    max_total_bytes: int | None
+    min_age: float
+
+    def __post_init__(self) -> None:
+        if not self.min_age >= 0:
+            raise ValueError(f"min_age_seconds must be >= 0, got {self.min_age!r}")
+
+
 def _plan_removals(
-    entries: Iterable[tuple[str, float, int]],
-    *,
-    now: float,
-    max_age: float | None,
-    max_total_bytes: int | None,
+    entries: Iterable[tuple[str, float, int]], *, now: float, limits: _Retention
 ) -> tuple[list[tuple[str, int]], int, int]:
     """Pick spill files to delete: too old, then oldest first while over the size limit.
 
-    ``entries`` are ``(name, created, size)``. The newest file is never removed for size, so
-    the output the model was pointed to last stays readable. Returns the removals and the
-    count and bytes kept.
+    ``entries`` are ``(name, created, size)``. A file younger than ``limits.min_age`` is
+    never removed: another process may have written it a moment ago and pointed its model
+    to it, and size pressure must not take it away (the store may stay over the size limit
+    for that long). The newest file is never removed for size either. Returns the removals
+    and the count and bytes kept.
     """
     ordered = sorted(entries, key=lambda e: e[1])
     remove: list[tuple[str, int]] = []
     kept: list[tuple[str, float, int]] = []
     for name, created, size in ordered:
-        if max_age is not None and now - created > max_age:
+        age = now - created
+        if limits.max_age is not None and age > limits.max_age and age >= limits.min_age:
             remove.append((name, size))
         else:
             kept.append((name, created, size))
     total = sum(size for _, _, size in kept)
-    while max_total_bytes is not None and total > max_total_bytes and len(kept) > 1:
+    limit = limits.max_total_bytes
+    while limit is not None and total > limit and len(kept) > 1:
+        if now - kept[0][1] < limits.min_age:
+            break  # oldest first: every file left is younger still
         name, _, size = kept.pop(0)
         remove.append((name, size))
         total -= size
@@ -207,21 +232,21 @@ def _remove_planned(
     remove: Callable[[str], object],
     *,
     now: float,
-    max_age: float | None,
-    max_total_bytes: int | None,
+    limits: _Retention,
     removed_files: int = 0,
     removed_bytes: int = 0,
 ) -> CleanupReport:
     """Remove what :func:`_plan_removals` picks with ``remove(name)``; a failure is kept.
 
+    A file already gone (another clean-up removed it) is neither removed by us nor kept.
     ``removed_files`` and ``removed_bytes`` count what the caller already removed.
     """
-    removals, kept_files, kept_bytes = _plan_removals(
-        entries, now=now, max_age=max_age, max_total_bytes=max_total_bytes
-    )
+    removals, kept_files, kept_bytes = _plan_removals(entries, now=now, limits=limits)
     for name, size in removals:
         try:
             remove(name)
+        except FileNotFoundError:
+            continue
         except OSError:
             kept_files += 1
             kept_bytes += size
@@ -229,6 +254,96 @@ def _remove_planned(
         removed_files += 1
         removed_bytes += size
     return CleanupReport(removed_files, removed_bytes, kept_files, kept_bytes)
+
+
+class _Throttle:
+    """Says a clean-up on write is due at most once a minute, whichever thread asks."""
+
+    __slots__ = ("_last", "_lock")
+
+    def __init__(self) -> None:
+        self._last = float("-inf")
+        self._lock = threading.Lock()
+
+    def due(self) -> bool:
+        with self._lock:
+            moment = time.monotonic()
+            if moment - self._last < _CLEANUP_INTERVAL_SECONDS:
+                return False
+            self._last = moment
+            return True
+
+
+def _check_text(text: object) -> None:
+    """Refuse anything but ``str`` before touching storage, naming the type expected.
+
+    Without this, bytes failed deep in the write with an ``AttributeError`` about
+    ``encode`` and ``None`` with a ``TypeError`` about ``len()``.
+    """
+    if isinstance(text, str):
+        return
+    hint = ""
+    if isinstance(text, (bytes, bytearray, memoryview)):
+        hint = ": decode it first (ctxbudget.check_text decodes and refuses binary data)"
+    raise TypeError(f"text must be str, got {type(text).__name__}{hint}")
+
+
+def _check_private_directory(directory: Path) -> None:
+    """Refuse a spill directory that another local user could change.
+
+    The model is told to read the files written here, so whoever can replace them can put
+    words in its context. ``os.makedirs(..., exist_ok=True)`` leaves an existing directory
+    as it is and follows a symbolic link, so the directory is checked itself: it must be a
+    real directory (not a link, whose target someone else may choose), owned by this user
+    and writable by no one else. Modes such as ``0o755`` are fine: others may read, not
+    write. It is refused rather than ``chmod``-ed, since it may be the user's own directory.
+
+    Raises:
+        PermissionError: It is a symbolic link, owned by another user, or writable by the
+            group or others; the message names the path, the problem and the fix.
+        NotADirectoryError: Something other than a directory is there.
+        FileNotFoundError: It does not exist.
+    """
+    info = os.lstat(directory)
+    if stat.S_ISLNK(info.st_mode):
+        raise PermissionError(
+            errno.EACCES,
+            f"refusing spill directory {directory}: it is a symbolic link, and files written "
+            "through it land wherever it points; pass the real directory instead",
+        )
+    if not stat.S_ISDIR(info.st_mode):
+        raise NotADirectoryError(errno.ENOTDIR, f"spill directory {directory} is not a directory")
+    problem = _ownership_problem(info, directory)
+    if problem:
+        raise PermissionError(errno.EACCES, f"refusing spill directory {directory}: {problem}")
+
+
+def _ownership_problem(info: os.stat_result, directory: Path) -> str | None:
+    """Why other users could replace files in the directory, or ``None``.
+
+    Windows has no POSIX owner or mode bits to read here; there only the link check holds.
+    """
+    geteuid: Callable[[], int] | None = getattr(os, "geteuid", None)
+    if geteuid is None:  # pragma: no cover - Windows
+        return None
+    uid = geteuid()
+    if info.st_uid != uid:
+        return (
+            f"it is owned by uid {info.st_uid}, not by this user (uid {uid}), and its owner "
+            "could replace the files the model is told to read; use a directory you own"
+        )
+    writers = [
+        who
+        for who, bit in (("group", stat.S_IWGRP), ("others", stat.S_IWOTH))
+        if info.st_mode & bit
+    ]
+    if not writers:
+        return None
+    return (
+        f"it is writable by {' and '.join(writers)} (mode {stat.S_IMODE(info.st_mode):#o}), "
+        "who could replace the files the model is told to read; run "
+        f"`chmod go-w {directory}` or use another directory"
+    )
 
 
 class DirectorySpillStore:
@@ -239,9 +354,17 @@ class DirectorySpillStore:
     the ``OSError`` of :meth:`write`, which :func:`ctxbudget.truncate_output` reports as a
     failed spill.
 
+    The directory must be one only this user can change: a real directory (not a symbolic
+    link), owned by the user, not writable by the group or others (``0o700`` as created,
+    ``0o755`` is fine). Otherwise :meth:`write` raises ``PermissionError`` saying why, since
+    whoever can replace a spill file can put words in the model's context.
+
     Clean-up only ever touches files whose names this store generates, so pointing it at a
     directory that holds other files is safe. It runs opportunistically before a write (at
-    most once a minute per store) and can be called directly.
+    most once a minute per store, before the write so that a full disk gets room) and can be
+    called directly. Several stores, in several processes, may share a directory: none
+    removes a file younger than ``min_age_seconds``, which may be the one another store's
+    model was just told to read.
 
     Args:
         directory: Where to write; default :func:`default_spill_dir`.
@@ -250,6 +373,14 @@ class DirectorySpillStore:
             ``None`` for no size limit.
         fsync: Flush the file and the directory to the disk before returning (slower;
             survives a power cut).
+        min_age_seconds: Never remove a file younger than this, for age or size (default 5
+            minutes). The trade-off: the directory can hold more than ``max_total_bytes``
+            (by what was written in that time) and files live at least this long even when
+            ``max_age_seconds`` is shorter. ``0`` removes at once, which is only safe when
+            no other process writes to the directory.
+
+    Raises:
+        ValueError: ``min_age_seconds`` is negative.
 
     >>> import pathlib, tempfile
     >>> store = DirectorySpillStore(tempfile.mkdtemp())
@@ -258,14 +389,7 @@ class DirectorySpillStore:
     'line 1\\nline 2\\n'
     """
 
-    __slots__ = (
-        "_directory",
-        "_fsync",
-        "_last_cleanup",
-        "_lock",
-        "_max_age",
-        "_max_total",
-    )
+    __slots__ = ("_cleanup_due", "_directory", "_fsync", "_limits")
 
     def __init__(
         self,
@@ -274,14 +398,13 @@ class DirectorySpillStore:
         max_age_seconds: float | None = DEFAULT_MAX_AGE_SECONDS,
         max_total_bytes: int | None = DEFAULT_MAX_TOTAL_BYTES,
         fsync: bool = False,
+        min_age_seconds: float = DEFAULT_MIN_AGE_SECONDS,
     ) -> None:
         base = default_spill_dir() if directory is None else Path(directory)
         self._directory = base.expanduser().absolute()
-        self._max_age = max_age_seconds
-        self._max_total = max_total_bytes
+        self._limits = _Retention(max_age_seconds, max_total_bytes, min_age_seconds)
         self._fsync = fsync
-        self._last_cleanup = float("-inf")
-        self._lock = threading.Lock()
+        self._cleanup_due = _Throttle()
 
     @property
     def directory(self) -> Path:
@@ -299,13 +422,17 @@ class DirectorySpillStore:
         temporary file is removed and the error is raised.
 
         Raises:
+            PermissionError: The directory is a symbolic link, another user's, or writable
+                by others (see the class); or it cannot be written.
             OSError: The directory cannot be created or written, the disk is full, ...
             UnicodeEncodeError: ``text`` holds a lone surrogate (not valid Unicode text).
-            TypeError: ``label`` is not a ``str`` or ``None``.
+            TypeError: ``text`` is not a ``str``, or ``label`` not a ``str`` or ``None``.
         """
+        _check_text(text)
         name = spill_file_name(label)
-        self._maybe_cleanup()
         os.makedirs(self._directory, mode=0o700, exist_ok=True)
+        _check_private_directory(self._directory)
+        self._maybe_cleanup()
         final = self._directory / name
         temp = self._directory / f"{_TMP_PREFIX}{name}"
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
@@ -335,20 +462,28 @@ class DirectorySpillStore:
         """Remove spill files past the age limit, then the oldest while over the size limit.
 
         Temporary files left by a crashed writer are removed once past the age limit (or
-        after a day when there is none). Files this store did not name are never touched.
-        Errors on single files (removed concurrently, say) are skipped.
+        after a day when there is none). No file younger than ``min_age_seconds`` is
+        removed. Files this store did not name are never touched. Errors on single files
+        (removed concurrently, say) are skipped.
 
         Args:
             now: The current time, for tests; default ``time.time()``.
 
         Returns:
             What was removed and what is left.
+
+        Raises:
+            PermissionError: The directory is one :meth:`write` refuses; nothing is removed.
         """
         moment = time.time() if now is None else now
         entries: list[tuple[str, float, int]] = []
         removed_files = removed_bytes = 0
-        stale_tmp_age = self._max_age if self._max_age is not None else 24 * 3600.0
+        limits = self._limits
+        stale_tmp_age = max(
+            limits.max_age if limits.max_age is not None else 24 * 3600.0, limits.min_age
+        )
         try:
+            _check_private_directory(self._directory)
             scan = list(os.scandir(self._directory))
         except FileNotFoundError:
             return CleanupReport(0, 0, 0, 0)
@@ -373,18 +508,14 @@ class DirectorySpillStore:
             entries,
             lambda name: os.unlink(self._directory / name),
             now=moment,
-            max_age=self._max_age,
-            max_total_bytes=self._max_total,
+            limits=limits,
             removed_files=removed_files,
             removed_bytes=removed_bytes,
         )
 
     def _maybe_cleanup(self) -> None:
-        with self._lock:
-            moment = time.monotonic()
-            if moment - self._last_cleanup < _CLEANUP_INTERVAL_SECONDS:
-                return
-            self._last_cleanup = moment
+        if not self._cleanup_due.due():
+            return
         try:
             self.cleanup()
         except OSError:
@@ -407,9 +538,13 @@ class FsspecSpillStore:
     Each output is written with one ``pipe_file`` call, which object stores apply atomically
     (an object exists whole or not at all); on failure the store tries to remove the object
     and raises. For a local disk prefer :class:`DirectorySpillStore`, whose rename gives the
-    same guarantee on a POSIX filesystem. Object stores usually do retention with bucket
-    lifecycle rules; :meth:`cleanup` is there for the others and uses the timestamp in the
-    names, not backend modification times.
+    same guarantee on a POSIX filesystem, and which checks who else can write the directory
+    (this store leaves access control to the backend). Retention works as for
+    :class:`DirectorySpillStore`: :meth:`cleanup` runs before a write at most once a minute
+    per store (a failed clean-up is logged, never fails the write) and can be called
+    directly; it uses the timestamp in the names, not backend modification times. With
+    bucket lifecycle rules doing retention instead, pass ``max_age_seconds=None,
+    max_total_bytes=None`` to spare the listing.
 
     Needs ``fsspec`` (``pip install fsspec`` plus the backend's package, e.g. ``s3fs``).
 
@@ -419,13 +554,17 @@ class FsspecSpillStore:
         storage_options: Passed to ``fsspec.core.url_to_fs`` when ``fs`` is not given.
         max_age_seconds: As for :class:`DirectorySpillStore`.
         max_total_bytes: As for :class:`DirectorySpillStore`.
+        min_age_seconds: As for :class:`DirectorySpillStore`.
+
+    Raises:
+        ValueError: ``min_age_seconds`` is negative.
 
     >>> store = FsspecSpillStore("memory://doctest-spill")  # doctest: +SKIP
     >>> store.write("full text", label="grep")  # doctest: +SKIP
     'memory://doctest-spill/20250101T000000000000Z-3f9a1c2b4d5e-grep.txt'
     """
 
-    __slots__ = ("_base", "_fs", "_max_age", "_max_total", "_protocol")
+    __slots__ = ("_base", "_cleanup_due", "_fs", "_limits", "_protocol")
 
     def __init__(
         self,
@@ -435,7 +574,10 @@ class FsspecSpillStore:
         storage_options: dict[str, Any] | None = None,
         max_age_seconds: float | None = DEFAULT_MAX_AGE_SECONDS,
         max_total_bytes: int | None = DEFAULT_MAX_TOTAL_BYTES,
+        min_age_seconds: float = DEFAULT_MIN_AGE_SECONDS,
     ) -> None:
+        self._limits = _Retention(max_age_seconds, max_total_bytes, min_age_seconds)
+        self._cleanup_due = _Throttle()
         if fs is None:
             try:
                 fsspec_core = importlib.import_module("fsspec.core")
@@ -450,8 +592,6 @@ class FsspecSpillStore:
         self._base = str(path).rstrip("/")
         protocol = fs.protocol
         self._protocol: str = protocol[0] if isinstance(protocol, (tuple, list)) else protocol
-        self._max_age = max_age_seconds
-        self._max_total = max_total_bytes
 
     def __repr__(self) -> str:
         return f"FsspecSpillStore({self._location(self._base)!r})"
@@ -464,11 +604,14 @@ class FsspecSpillStore:
         """Write ``text`` as UTF-8 in one put and return its full URL.
 
         Raises:
+            TypeError: ``text`` is not a ``str``, or ``label`` not a ``str`` or ``None``.
             Exception: Whatever the backend raises (``OSError``, permission or network
                 errors); a partially written object is removed first, where possible.
         """
+        _check_text(text)
         path = f"{self._base}/{spill_file_name(label)}"
         data = text.encode("utf-8")
+        self._maybe_cleanup()
         try:
             self._fs.makedirs(self._base, exist_ok=True)
             self._fs.pipe_file(path, data)
@@ -484,7 +627,8 @@ class FsspecSpillStore:
     def cleanup(self, *, now: float | None = None) -> CleanupReport:
         """Remove spill objects past the age limit, then the oldest while over the size limit.
 
-        Only names this store generates are considered.
+        Only names this store generates are considered, and none younger than
+        ``min_age_seconds``.
         """
         moment = time.time() if now is None else now
         try:
@@ -501,9 +645,20 @@ class FsspecSpillStore:
             entries,
             lambda name: self._fs.rm_file(f"{self._base}/{name}"),
             now=moment,
-            max_age=self._max_age,
-            max_total_bytes=self._max_total,
+            limits=self._limits,
         )
+
+    def _maybe_cleanup(self) -> None:
+        """Clean up when due; any failure is logged, since backends raise all kinds."""
+        limits = self._limits
+        if limits.max_age is None and limits.max_total_bytes is None:
+            return
+        if not self._cleanup_due.due():
+            return
+        try:
+            self.cleanup()
+        except Exception:
+            logger.debug("spill clean-up of %r failed", self, exc_info=True)
 
 
 _default_store: DirectorySpillStore | None = None
