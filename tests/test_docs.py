@@ -9,6 +9,7 @@ import pytest
 
 MODULES = [
     "ctxbudget",
+    "ctxbudget.call_ids",
     "ctxbudget.counting",
     "ctxbudget.errors",
     "ctxbudget.guard",

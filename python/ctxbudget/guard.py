@@ -44,6 +44,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from ctxbudget.budget import ContextWindowBudget
 from ctxbudget.calibration import CalibratedEstimate, CalibrationTracker, reported_input_tokens
+from ctxbudget.call_ids import CallIdRenamer
 from ctxbudget.compact import CompactionError, CompactResult, acompact, compact
 from ctxbudget.errors import ContextBudgetError, ContextOverflowError
 from ctxbudget.events import ContextEvent, EventCallback, Reason, emit
@@ -272,6 +273,7 @@ class ContextGuard:
         # A limit the provider stated in an overflow error (None: the caller's budget rules).
         self._limit: StatedLimit | None = None
         self._memory = SummaryMemory()
+        self._ids = CallIdRenamer()
 
     def invalidate(self, message: Any = None) -> None:
         """Forget what was read of ``message`` (or of every message, when it is None) after
@@ -577,7 +579,7 @@ class ContextGuard:
                 view, est, _ = view_of(compacted)
         if room.over(est) > 0:
             view, est = stub_fresh()
-        self._check_pairing(call.fmt, view)
+        view, est = self._paired(call, view, est, max_tokens)
         self._ratio = est.total / max(1, est.raw.total)
         request = GuardedRequest(view, system, tools, max_tokens, est, 1, reason)
         over = room.over(est)
@@ -707,12 +709,27 @@ class ContextGuard:
         )  # fmt: skip
         return out, made
 
-    def _check_pairing(self, fmt: str, view: list[Any]) -> None:
-        """Raise :class:`~ctxbudget.turns.PairingError` unless ``view`` pairs every call
-        (reading only what changed since the last request)."""
+    def _paired(
+        self, call: _Call, view: list[Any], est: CalibratedEstimate, max_tokens: int | None
+    ) -> tuple[list[Any], CalibratedEstimate]:
+        """``view`` and its estimate, checked to pair every call: tool-call ids reused
+        across rounds (models that number calls per response) are renamed first
+        (:mod:`ctxbudget.call_ids`), and the view re-estimated.
+
+        Raises:
+            PairingError: A call or result that cannot be paired (reading only what changed
+                since the last request).
+        """
+        fmt = call.fmt
         violations = self._pairing.violations(fmt, view)
+        if any(v.kind in ("duplicate_call", "duplicate_result") for v in violations):
+            unique = self._ids.apply(fmt, view, self._scan(fmt, view))
+            if unique is not view:
+                view, violations = unique, self._pairing.violations(fmt, unique)
+                est = self._estimate(view, call.system, call.tools, max_tokens)
         if violations:
             raise PairingError("sending this request", violations)
+        return view, est
 
     # -- state
 
