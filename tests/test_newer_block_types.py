@@ -325,6 +325,27 @@ def test_custom_tool_call_to_a_json_args_format() -> None:
     assert out[2]["content"][0]["tool_use_id"] == "c2"  # still paired
 
 
+def test_custom_tool_call_crosses_between_the_openai_formats() -> None:
+    """Chat's custom call is Responses' custom_tool_call (its output a custom_tool_call_output):
+    it was written as a function_call whose arguments were not JSON."""
+    chat = _chat_custom(None)
+    items = convert_messages(chat, "openai_responses").messages
+    assert items[1:] == [
+        {
+            "type": "custom_tool_call",
+            "call_id": "c2",
+            "name": "apply_patch",
+            "input": "*** Begin Patch",
+        },
+        {"type": "custom_tool_call_output", "call_id": "c2", "output": "ok"},
+    ]
+    assert convert_messages(items, "openai_chat").messages == chat
+    # as the Responses API returns them: item id and status, kept in their own format
+    returned = [chat[0], items[1] | {"id": "ctc_1", "status": "completed"}, items[2]]
+    assert convert_messages(returned, "openai_responses").messages == returned
+    assert convert_messages(returned, "openai_chat").messages == chat
+
+
 def test_custom_tool_call_errors_name_the_field() -> None:
     messages = _chat_custom([])
     messages[1]["tool_calls"][0]["custom"] = {"name": "apply_patch"}

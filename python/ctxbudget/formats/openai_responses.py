@@ -133,7 +133,17 @@ def _read_responses(item: object, index: int) -> Message:
             extra=_rest(m, ("type", "call_id", "name", "arguments")),
         )
         return Message("assistant", (part,), provider="openai_responses", source=item)
-    if kind == "function_call_output":
+    if kind == "custom_tool_call":  # free-form text input, as a Chat custom tool call's
+        part = Part(
+            "tool_call",
+            call_id=r.str_(m, "call_id", ""),
+            name=r.str_(m, "name", ""),
+            raw_arguments=r.str_(m, "input", ""),
+            provider="openai_responses",
+            extra=_rest(m, ("type", "call_id", "name", "input")) | {"_custom": {}},
+        )
+        return Message("assistant", (part,), provider="openai_responses", source=item)
+    if kind in ("function_call_output", "custom_tool_call_output"):
         result, style = _read_content(r, m.get("output"), "output", _resp_part)
         part = Part(
             "tool_result",
@@ -239,6 +249,7 @@ def _resp_block(part: Part, role: str, w: _Writer, path: str) -> dict[str, Any] 
 
 def _write_responses(messages: Sequence[Message], w: _Writer) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
+    custom_calls: set[str] = set()  # ids of custom tool calls: their outputs are custom too
     for index, message in enumerate(messages):
         w.index = index
         same = _same(message, "openai_responses")
@@ -266,7 +277,20 @@ def _write_responses(messages: Sequence[Message], w: _Writer) -> list[dict[str, 
 
         for j, part in enumerate(message.parts):
             path = f"parts[{j}]"
-            if part.kind == "tool_call":
+            if part.kind == "tool_call" and "_custom" in part.extra:
+                flush()
+                call_id = _call_id(part, w)
+                custom_calls.add(call_id)
+                out.append(
+                    {
+                        "type": "custom_tool_call",
+                        "call_id": call_id,
+                        "name": part.name,
+                        "input": part.raw_arguments or "",
+                    }
+                    | _extra(part, "openai_responses")
+                )
+            elif part.kind == "tool_call":
                 flush()
                 out.append(
                     {
@@ -291,8 +315,12 @@ def _write_responses(messages: Sequence[Message], w: _Writer) -> list[dict[str, 
                 output: Any = (
                     (blocks[0]["text"] if blocks else "") if style == "str" and simple else blocks
                 )
+                call_id = _call_id(part, w)
+                kind = (
+                    "custom_tool_call_output" if call_id in custom_calls else "function_call_output"
+                )
                 out.append(
-                    {"type": "function_call_output", "call_id": _call_id(part, w), "output": output}
+                    {"type": kind, "call_id": call_id, "output": output}
                     | _extra(part, "openai_responses")
                 )
             elif part.kind == "reasoning":
