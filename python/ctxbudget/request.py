@@ -118,11 +118,11 @@ class FramingProfile:
 
 #: Framing per model family. ``default`` (unknown model) leans high everywhere.
 PROFILES: dict[str, FramingProfile] = {
-    # OpenAI cookbook: 3 tokens per message, 1 per name, 3 to prime the reply. Tool schemas
-    # are rendered as a TypeScript namespace; the compact JSON estimate plus these constants
-    # is a little above it.
+    # OpenAI cookbook: 3 tokens per message and its role (one token), a name's text and 1,
+    # 3 to prime the reply. Tool schemas are rendered as a TypeScript namespace; the compact
+    # JSON estimate plus these constants is a little above it.
     "openai": FramingProfile(
-        "openai", "o200k", 3, 3, per_tool_call=4, tools_preamble=12, per_tool=8
+        "openai", "o200k", 4, 3, per_tool_call=4, tools_preamble=12, per_tool=8
     ),
     # Anthropic documents the tool-use system prompt (346 tokens, Claude 4.x, tool_choice
     # auto); its tokenizer is not public, so the text is counted with ``conservative``.
@@ -342,6 +342,11 @@ def _count_chat_fast(m: Any, index: int, count: Counter, rule: str) -> _Counted 
         text = count(content) if content else 0
     else:
         return None
+    name = m.get("name")
+    if name is not None:
+        if type(name) is not str:
+            return None  # the reader says what is wrong with it
+        text += count(name) if name else 0
     args = calls = 0
     if role == "assistant":
         reasoning = m.get("reasoning_content")
@@ -409,6 +414,8 @@ def _count_parts(
 
 def _count_message(message: Message, count: Counter, rule: str) -> _Counted:
     text, args, calls, attach, exact = _count_parts(message.parts, count, rule)
+    if message.name:  # a participant name is sent as text (and framed: ``per_name``)
+        text += count(message.name)
     legacy = message.extra.get("function_call") if message.provider == "openai_chat" else None
     if isinstance(legacy, Mapping):  # the call field before tool_calls
         calls += 1
