@@ -258,3 +258,36 @@ def test_thread_safe() -> None:
     state = tracker.state()
     assert state.observations == 240 and state.conversations == 6
     assert 0.5 <= state.delta_factor <= 2.0
+
+
+@pytest.mark.parametrize(
+    ("usage", "count"),
+    [
+        ({"prompt_tokens": 2106.0}, 2106),  # JSON decoded as floats
+        ({"prompt_tokens": pytest.importorskip("numpy").int64(2106)}, 2106),
+        (2106.0, 2106),
+        ({"prompt_tokens": None, "input_tokens": 2000, "cache_read_input_tokens": 106}, 2106),
+        (SimpleNamespace(usage=SimpleNamespace(prompt_tokens=2106)), 2106),  # the response
+        (SimpleNamespace(usage_metadata=SimpleNamespace(prompt_token_count=2106)), 2106),
+    ],
+)
+def test_usage_counts_of_any_whole_number_type_are_read(usage: Any, count: int) -> None:
+    # Floats and numpy integers were dropped (observe returned False); a whole response was
+    # not looked into.
+    assert reported_input_tokens(usage) == count
+
+
+@pytest.mark.parametrize(
+    ("usage", "named"),
+    [
+        ({"prompt_tokens": True}, "prompt_tokens"),
+        ({"input_tokens": 2000, "cache_read_input_tokens": False}, "cache_read_input_tokens"),
+        ({"prompt_tokens": "2106"}, "prompt_tokens"),
+        ({"prompt_tokens": 2106.5}, "prompt_tokens"),
+        (2.5, "usage report"),
+    ],
+)
+def test_a_usage_count_that_is_no_whole_number_is_refused(usage: Any, named: str) -> None:
+    # {"prompt_tokens": True} was recorded as 1 token: the next estimate anchored on it.
+    with pytest.raises(TypeError, match=named):
+        reported_input_tokens(usage)

@@ -14,6 +14,7 @@ import pytest
 
 from ctxbudget import estimate_tokens
 from ctxbudget import request as request_module
+from ctxbudget.budget import ContextWindowBudget
 from ctxbudget.messages import MessageFormatError, convert_messages
 from ctxbudget.request import (
     PROFILES,
@@ -1319,3 +1320,20 @@ def test_a_field_replaced_while_estimating_is_counted_as_it_is_kept() -> None:
     want = estimate_request([{"role": "user", "content": long}], model="gpt-4o").per_message
     assert first[1] == want[0]
     assert est.estimate(msgs).per_message == first
+
+
+@pytest.mark.parametrize(
+    ("max_tokens", "error"), [(-100_000, ValueError), ("4000", TypeError), (True, TypeError)]
+)
+def test_max_tokens_must_be_a_count(max_tokens: Any, error: type[Exception]) -> None:
+    # -100,000 made a reserve of -80,000: a 140k request "fit" a 128k window.
+    with pytest.raises(error, match="max_tokens"):
+        estimate_request([{"role": "user", "content": "hi"}], model="gpt-4o", max_tokens=max_tokens)
+    with pytest.raises(ValueError, match="max_tokens"):
+        ContextWindowBudget.for_model("gpt-4o").fits(10, max_tokens=-1)
+
+
+def test_an_unknown_format_is_a_value_error() -> None:
+    # It was a bare KeyError('openai') at the first estimate.
+    with pytest.raises(ValueError, match="unknown message format 'openai'"):
+        RequestEstimator("gpt-4o", format="openai")

@@ -205,6 +205,8 @@ class ContextWindowBudget:
             max_tokens: The request's output cap, used when the budget has no fixed
                 ``reserved_output``.
         """
+        if max_tokens is not None and max_tokens < 0:
+            raise ValueError(f"max_tokens must not be negative, got {max_tokens}")
         if self.reserved_output is not None:
             base = self.reserved_output
         elif max_tokens is not None:

@@ -29,6 +29,7 @@ True
 
 from __future__ import annotations
 
+import operator
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Callable, Hashable, Mapping, Sequence
@@ -50,9 +51,15 @@ def reported_input_tokens(usage: Any) -> int | None:
 
     Understands OpenAI Chat (``prompt_tokens``), OpenAI Responses and Anthropic
     (``input_tokens``; Anthropic's cache reads and writes are added, since its
-    ``input_tokens`` leaves them out), Gemini (``prompt_token_count``), a bare ``int``, and an
+    ``input_tokens`` leaves them out), Gemini (``prompt_token_count``), a bare count, and an
     :class:`~ctxbudget.overflow.OverflowInfo` (its exact stated input count; ``None`` when the
-    provider gave none or qualified it).
+    provider gave none or qualified it). A whole response object is read through its
+    ``usage`` (or Gemini's ``usage_metadata``). Counts may be any integer type (numpy's
+    too) or a float with no fraction (JSON decoded as floats).
+
+    Raises:
+        TypeError: Not a usage report, or a count that is not a whole number (``True``,
+            ``2106.5``, ``"2106"``), named by its key.
 
     >>> reported_input_tokens({"prompt_tokens": 1200, "completion_tokens": 80})
     1200
@@ -61,30 +68,56 @@ def reported_input_tokens(usage: Any) -> int | None:
     """
     if usage is None:
         return None
-    if isinstance(usage, bool):
-        raise TypeError("usage must be a count, a usage report or an OverflowInfo")
-    if isinstance(usage, int):
-        return usage
     if hasattr(usage, "measured_input_tokens"):  # OverflowInfo (SPEC F5)
         value = usage.measured_input_tokens
         return int(value) if value is not None else None
-    if not isinstance(usage, Mapping):
-        if hasattr(usage, "model_dump"):
-            usage = usage.model_dump()
-        elif hasattr(usage, "__dict__"):
-            usage = vars(usage)
-        else:
-            raise TypeError(f"cannot read a usage report from {type(usage).__name__}")
+    if isinstance(usage, Mapping):
+        fields: Mapping[str, Any] = usage
+    elif (inner := _inner_usage(usage)) is not None:
+        return reported_input_tokens(inner)
+    elif hasattr(usage, "model_dump"):
+        fields = usage.model_dump()
+    elif hasattr(usage, "__dict__"):
+        fields = vars(usage)
+    else:
+        return _whole(usage, "usage")
     for key in ("prompt_tokens", "prompt_token_count", "promptTokenCount"):
-        if isinstance(usage.get(key), int):
-            return int(usage[key])
-    if isinstance(usage.get("input_tokens"), int):
-        total = int(usage["input_tokens"])
+        if fields.get(key) is not None:
+            return _whole(fields[key], key)
+    if fields.get("input_tokens") is not None:
+        total = _whole(fields["input_tokens"], "input_tokens")
         for key in ("cache_creation_input_tokens", "cache_read_input_tokens"):
-            if isinstance(usage.get(key), int):
-                total += int(usage[key])
+            if fields.get(key) is not None:
+                total += _whole(fields[key], key)
         return total
     return None
+
+
+def _inner_usage(response: Any) -> Any:
+    """The usage report of a whole response object (``.usage``, Gemini's
+    ``.usage_metadata``), or ``None``."""
+    for field in ("usage", "usage_metadata"):
+        inner = getattr(response, field, None)
+        if inner is not None and not isinstance(inner, int | float | str):
+            return inner
+    return None
+
+
+def _whole(value: Any, key: str) -> int:
+    """``value`` (the usage report's ``key``) as an ``int``: any integer type, or a float
+    without a fraction; a ``bool``, another float or a string is no count."""
+    if not isinstance(value, bool):
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        try:
+            return operator.index(value)
+        except TypeError:
+            pass
+    raise TypeError(
+        f"usage {key} must be a whole number of tokens, got {type(value).__name__} {value!r}"
+        if key != "usage"
+        else f"cannot read a usage report from {type(value).__name__} {value!r}"
+    )
 
 
 @dataclass(frozen=True, slots=True)

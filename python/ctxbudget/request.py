@@ -50,6 +50,7 @@ from ctxbudget.media import (
     media_tokens,
 )
 from ctxbudget.messages import (
+    FORMATS,
     Message,
     MessageFormatError,
     Part,
@@ -533,7 +534,9 @@ class RequestEstimator:
         self.encoding = encoding or _encoding_for(model, self.profile)
         if counter is None and self.encoding not in ENCODINGS:
             raise ValueError(f"unknown encoding {self.encoding!r}; expected one of {ENCODINGS}")
-        self.format = format
+        if format is not None and format not in FORMATS:
+            raise ValueError(f"unknown message format {format!r}; expected one of {FORMATS}")
+        self.format: str | None = format
         self.counter = counter
         self._counter_fn: Counter | None = None
         self._counter_source: Any = counter
@@ -646,7 +649,13 @@ class RequestEstimator:
         tools: Sequence[Any] | None = None,
         max_tokens: int | None = None,
     ) -> RequestEstimate:
-        """Estimate one request (see :func:`estimate_request` for the arguments)."""
+        """Estimate one request (see :func:`estimate_request` for the arguments).
+
+        Raises:
+            TypeError: ``max_tokens`` is not an ``int`` (or ``None``).
+            ValueError: ``max_tokens`` is negative.
+        """
+        _check_max_tokens(max_tokens)
         with self._lock:
             return self._estimate(messages, system, tools, max_tokens)
 
@@ -951,6 +960,16 @@ class RequestEstimator:
 #: Largest weight the core weighs with: its numbers then stay exact integers where Python's
 #: would (a total past 2**63 would not fit the core's).
 _MAX_WEIGHT = 1e9
+
+
+def _check_max_tokens(max_tokens: object) -> None:
+    """A request's output cap is ``None`` or a count (a negative one made room for input)."""
+    if max_tokens is None:
+        return
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
+        raise TypeError(f"max_tokens must be an int or None, got {type(max_tokens).__name__}")
+    if max_tokens < 0:
+        raise ValueError(f"max_tokens must not be negative, got {max_tokens}")
 
 
 def _plain_weights(weights: tuple[Any, ...]) -> bool:
