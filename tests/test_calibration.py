@@ -291,3 +291,46 @@ def test_a_usage_count_that_is_no_whole_number_is_refused(usage: Any, named: str
     # {"prompt_tokens": True} was recorded as 1 token: the next estimate anchored on it.
     with pytest.raises(TypeError, match=named):
         reported_input_tokens(usage)
+
+
+def _cached_request(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The request a prompt-caching client builds each turn: fresh copies, the cache
+    breakpoint on the last block of the newest message only (Anthropic's multi-turn recipe)."""
+    out = []
+    for i, m in enumerate(history):
+        blocks = [dict(b) for b in m["content"]]
+        if i == len(history) - 1:
+            blocks[-1]["cache_control"] = {"type": "ephemeral"}
+        out.append({"role": m["role"], "content": blocks})
+    return out
+
+
+def test_a_moving_cache_breakpoint_keeps_the_anchor() -> None:
+    # The breakpoint moved to the newest message each turn, so the earlier messages were
+    # never equal to the anchored ones: the tracker never anchored again.
+    history = [{"role": "user", "content": [{"type": "text", "text": "Fix the parser. " * 40}]}]
+    tracker = CalibrationTracker("claude-sonnet-4-5")
+    anchored = []
+    for turn in range(4):
+        request = _cached_request(history)
+        est = tracker.estimate(request)
+        anchored.append(est.anchored)
+        tracker.observe(request, {"input_tokens": 5, "cache_read_input_tokens": est.raw.total})
+        history += [
+            {"role": "assistant", "content": [{"type": "text", "text": f"step {turn} " * 30}]},
+            {"role": "user", "content": [{"type": "text", "text": f"result {turn} " * 30}]},
+        ]
+    assert anchored == [False, True, True, True]
+
+
+def test_an_edit_of_the_same_size_drops_the_anchor() -> None:
+    history = [{"role": "user", "content": [{"type": "text", "text": "Fix the parser. " * 40}]}]
+    tracker = CalibrationTracker("claude-sonnet-4-5")
+    request = _cached_request(history)
+    tracker.observe(request, {"input_tokens": tracker.estimate(request).raw.total})
+    edited = _cached_request(
+        [{"role": "user", "content": [{"type": "text", "text": "Fix the lexer. " * 40}]}]
+    )
+    assert tracker.estimate(edited).raw.per_message == tracker.estimate(request).raw.per_message
+    assert not tracker.estimate([*edited, history[0]]).anchored
+    assert tracker.estimate([*request, history[0]]).anchored

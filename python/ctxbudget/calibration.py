@@ -93,6 +93,30 @@ def reported_input_tokens(usage: Any) -> int | None:
     return None
 
 
+#: Anthropic prompt-cache breakpoints that move to the newest message each turn: at most
+#: this many messages differ by them alone (the API takes four).
+_CACHE_MARKS = 4
+
+
+def _same_but_cache_marks(now: list[Any], then: list[Any]) -> bool:
+    """Whether ``now`` is ``then`` but for ``cache_control`` marks, in a few messages: a
+    client that caches the prompt moves its breakpoint to the newest message each turn,
+    rebuilding the one it left (counts are checked apart)."""
+    differ = [(a, b) for a, b in zip(now, then, strict=True) if a is not b and a != b]
+    return len(differ) <= _CACHE_MARKS and all(
+        _without_cache_marks(a) == _without_cache_marks(b) for a, b in differ
+    )
+
+
+def _without_cache_marks(value: Any) -> Any:
+    """``value`` (plain dicts and lists) without its ``cache_control`` fields, at any depth."""
+    if isinstance(value, Mapping):
+        return {k: _without_cache_marks(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list | tuple):
+        return [_without_cache_marks(v) for v in value]
+    return value
+
+
 def _inner_usage(response: Any) -> Any:
     """The usage report of a whole response object (``.usage``, Gemini's
     ``.usage_metadata``), or ``None``."""
@@ -362,7 +386,9 @@ class CalibrationTracker:
         its count (see :class:`~ctxbudget.request.RequestEstimator` for what it notices).
         """
         k = len(anchor.messages)
-        if len(msgs) < k or msgs[:k] != anchor.messages:
+        if len(msgs) < k:
+            return False
+        if msgs[:k] != anchor.messages and not _same_but_cache_marks(msgs[:k], anchor.messages):
             return False
         if raw.per_message[:k] != anchor.per_message:
             return False
