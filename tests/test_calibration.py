@@ -334,3 +334,21 @@ def test_an_edit_of_the_same_size_drops_the_anchor() -> None:
     assert tracker.estimate(edited).raw.per_message == tracker.estimate(request).raw.per_message
     assert not tracker.estimate([*edited, history[0]]).anchored
     assert tracker.estimate([*request, history[0]]).anchored
+
+
+def test_a_langchain_message_of_several_results_counts_once() -> None:
+    # A HumanMessage with two tool results becomes two tool dicts: the estimate had one count
+    # more than the caller's messages, and the tracker could not anchor on them.
+    lc = pytest.importorskip("langchain_core.messages")
+    calls = [{"id": f"t{i}", "name": "bash", "args": {"c": "ls"}} for i in (1, 2)]
+    results = [
+        {"type": "tool_result", "tool_use_id": f"t{i}", "content": f"out {i} " * 50} for i in (1, 2)
+    ]
+    msgs = [lc.HumanMessage("hi"), lc.AIMessage(content="", tool_calls=calls)]
+    msgs.append(lc.HumanMessage(content=results))
+    est = estimate_request(msgs, model="gpt-4o")
+    assert len(est.per_message) == len(msgs)
+    assert est.per_message[2] > estimate_request(msgs[2:], model="gpt-4o").total / 2
+    tracker = CalibrationTracker("gpt-4o")
+    tracker.observe(msgs, {"prompt_tokens": est.total})
+    assert tracker.estimate([*msgs, lc.AIMessage("done")]).anchored

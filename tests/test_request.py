@@ -1337,3 +1337,17 @@ def test_an_unknown_format_is_a_value_error() -> None:
     # It was a bare KeyError('openai') at the first estimate.
     with pytest.raises(ValueError, match="unknown message format 'openai'"):
         RequestEstimator("gpt-4o", format="openai")
+
+
+def test_invalidate_reaches_an_estimator_sharing_counts_of_langchain_messages() -> None:
+    # The partner kept its own conversion of the edited object, and its stale count.
+    lc = pytest.importorskip("langchain_core.messages")
+    edited = lc.HumanMessage(content=[{"type": "text", "text": "short"}])
+    msgs = [lc.HumanMessage("hello"), edited]
+    a, b = RequestEstimator("gpt-4o"), RequestEstimator("gpt-4o")
+    b.share_counts(a)
+    assert a.estimate(msgs).total == b.estimate(msgs).total
+    edited.content.append({"type": "text", "text": "a much longer text appended in place " * 50})
+    a.invalidate(edited)
+    cold = estimate_request(msgs, model="gpt-4o").total
+    assert a.estimate(msgs).total == b.estimate(msgs).total == cold

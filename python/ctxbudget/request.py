@@ -551,6 +551,9 @@ class RequestEstimator:
         # LangChain messages and google-genai contents (by id) -> (the object, its fields, the
         # dicts converted from it)
         self._converted: dict[int, tuple[Any, tuple[Any, ...], list[Any]]] = {}
+        # Dicts per caller object of the last estimate, when one became several (a LangChain
+        # message with two tool results); None when each was one.
+        self._spans: list[int] | None = None
         self._reset()
 
     def _reset(self) -> None:
@@ -674,6 +677,11 @@ class RequestEstimator:
                 self.format,
             )
         msgs = list(messages)
+        self._spans = None
+        if self._seen_edits != self._edits[0]:
+            # A message was invalidated, maybe through an estimator sharing the counts, which
+            # cannot reach this one's conversions: convert objects anew.
+            self._converted = {}
         if msgs and (_is_langchain_message(msgs[0]) or _is_langchain_message(msgs[-1])):
             try:
                 msgs = self._from_objects(msgs, _langchain_dicts())
@@ -825,6 +833,8 @@ class RequestEstimator:
             kept[id(m)] = (m, refs, converted)
             out.extend(converted)
         self._converted = kept
+        if len(out) != len(msgs):
+            self._spans = [len(kept[id(m)][2]) for m in msgs]
         return out
 
     def _forget_absent(self, msgs: list[Any]) -> None:
@@ -889,7 +899,7 @@ class RequestEstimator:
                 tools=tools_total,
                 framing=framing_total,
                 attachments=round(attach),
-                messages=tuple(self._per_message),
+                messages=_per_caller_message(self._per_message, self._spans),
             ),
             reserved_output=max_tokens,
             accuracy=Accuracy.EXACT if exact else Accuracy.ESTIMATE,
@@ -960,6 +970,18 @@ class RequestEstimator:
 #: Largest weight the core weighs with: its numbers then stay exact integers where Python's
 #: would (a total past 2**63 would not fit the core's).
 _MAX_WEIGHT = 1e9
+
+
+def _per_caller_message(counts: Sequence[int], spans: Sequence[int] | None) -> tuple[int, ...]:
+    """Per-message counts of the caller's messages: the counts of the dicts each became
+    (``spans``: how many; ``None`` when one each) added up."""
+    if spans is None:
+        return tuple(counts)
+    out, start = [], 0
+    for n in spans:
+        out.append(sum(counts[start : start + n]))
+        start += n
+    return tuple(out)
 
 
 def _check_max_tokens(max_tokens: object) -> None:
