@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -196,3 +197,416 @@ def test_python_dash_m_runs_the_cli(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert b"notes.txt" in done.stdout
+
+
+# -- count: what it reads, and how much of it
+
+
+def _rows(out: str) -> dict[str, list[int]]:
+    """``count``'s table: file -> its numbers (token counts per encoding, then bytes)."""
+    return {line.split()[-1]: [int(n) for n in line.split()[:-1]] for line in out.splitlines()[1:]}
+
+
+def test_count_maps_a_file_instead_of_reading_it_into_memory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import tracemalloc
+
+    line = b"2026-11-29T02:00:00.123Z INFO  [export] chunk=12 rows=480 took=12.5ms\n"
+    big = tmp_path / "big.log"
+    big.write_bytes(line * (32 * 2**20 // len(line)))
+    tracemalloc.start()
+    try:
+        assert main(["count", str(big)]) == 0
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * 2**20  # the 32 MiB are read in place, not copied
+    data = big.read_bytes()
+    assert _rows(capsys.readouterr().out)[str(big)] == [estimate_tokens(data), len(data)]
+
+
+def test_count_refuses_a_huge_binary_file_from_its_start(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import tracemalloc
+
+    sparse = tmp_path / "disk.img"
+    with sparse.open("wb") as f:
+        f.truncate(256 * 2**20)  # no disk space used; NUL bytes from the first one
+    tracemalloc.start()
+    try:
+        assert main(["count", str(sparse)]) == 1
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * 2**20
+    assert "skipped, not text" in capsys.readouterr().err
+
+
+def test_count_gives_the_same_numbers_as_reading_the_whole_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    texts = {
+        "prose.txt": "The quick brown fox jumps over the lazy dog. " * 300,
+        "code.py": "def f(x):\n    return {'x': x, 'y': [x * 2, x ** 3]}\n" * 200,
+        "cjk.md": "# 見出し\n\n日本語のテキストと English の混在。\n" * 400,
+        "one.txt": "a",
+        "empty.txt": "",
+    }
+    paths = [tmp_path / name for name in texts]
+    for path in paths:
+        path.write_text(texts[path.name], encoding="utf-8")
+    cut = tmp_path / "cut.txt"
+    cut.write_bytes("Grüße".encode()[:3])  # ends in the first byte of "ü"
+    paths += [cut, *_samples()]
+    assert main(["count", "-e", "all", *map(str, paths)]) == 0
+    rows = _rows(capsys.readouterr().out)
+    encodings = ["cl100k", "o200k", "llama3", "qwen3", "conservative"]
+    for path in paths:
+        data = path.read_bytes()
+        want = [estimate_tokens(data, e) for e in encodings] + [len(data)]
+        assert rows[str(path)] == want, path.name
+
+
+def _samples() -> list[Path]:
+    from importlib import resources
+
+    root = resources.files("ctxbudget") / "samples"
+    return sorted(Path(str(p)) for p in root.iterdir() if p.is_file())
+
+
+def test_stdin_from_a_file_counts_from_where_it_stands(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_bytes(b"header\nthe rest of the notes, counted from here\n")
+    with path.open("rb") as stdin:
+        stdin.seek(7)
+        done = subprocess.run(
+            [sys.executable, "-m", "ctxbudget.cli", "count"],
+            stdin=stdin, capture_output=True, check=False,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rest = path.read_bytes()[7:]
+    assert done.stdout.splitlines()[1].split() == [
+        str(estimate_tokens(rest)).encode(),
+        str(len(rest)).encode(),
+        b"(stdin)",
+    ]
+
+
+#: Runs the CLI with its address space capped (so that reading without end fails fast).
+_CAPPED = (
+    "import resource, runpy, sys; limit = int(sys.argv.pop(1));"
+    " resource.setrlimit(resource.RLIMIT_AS, (limit, limit));"
+    " runpy.run_module('ctxbudget.cli', run_name='__main__')"
+)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
+@pytest.mark.parametrize("source", ["file", "stdin"])
+def test_an_endless_binary_stream_is_refused_not_read(source: str) -> None:
+    args = ["count", "/dev/zero"] if source == "file" else ["count"]
+    with open("/dev/zero", "rb") as zero:
+        done = subprocess.run(
+            [sys.executable, "-c", _CAPPED, str(3 * 2**30), *args],
+            stdin=zero, capture_output=True, check=False, timeout=120,
+        )  # fmt: skip
+    assert done.returncode == 1
+    assert b"skipped, not text" in done.stderr
+    assert b"Traceback" not in done.stderr and b"MemoryError" not in done.stderr
+
+
+class _Stdin:
+    def __init__(self, data: bytes) -> None:
+        self.buffer = io.BytesIO(data)
+
+
+def test_stdin_past_the_limit_is_an_error_not_unbounded_memory(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import ctxbudget.cli as cli
+
+    monkeypatch.setattr(cli, "STREAM_LIMIT", 4096, raising=False)
+    monkeypatch.setattr(sys, "stdin", _Stdin(b"word " * 1000))
+    assert main(["count"]) == 1  # 5,000 bytes
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith("ctxbudget: (stdin): more than 4,096 bytes") and "a file" in err
+    monkeypatch.setattr(sys, "stdin", _Stdin(b"word " * 819))  # 4,095 bytes: counted
+    assert main(["count"]) == 0
+    assert _rows(capsys.readouterr().out)["(stdin)"] == [estimate_tokens(b"word " * 819), 4095]
+
+
+def test_stdin_is_checked_for_binary_data_before_it_is_read_on(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stdin = _Stdin(b"\x89PNG\r\n\x1a\n" + bytes(64 * 2**20))
+    monkeypatch.setattr(sys, "stdin", stdin)
+    assert main(["count"]) == 1
+    assert "(stdin): skipped, not text (png)" in capsys.readouterr().err
+    assert stdin.buffer.tell() <= 4 * 2**20
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a POSIX shell closes stdin")
+def test_a_closed_stdin_is_reported() -> None:
+    done = subprocess.run(
+        ["sh", "-c", 'exec "$0" -m ctxbudget.cli count <&-', sys.executable],
+        capture_output=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert done.stderr == b"ctxbudget: (stdin): Bad file descriptor\n"
+
+
+# -- the output's reader going away
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX pipes")
+@pytest.mark.parametrize("command", ["count", "inspect", "demo"])
+def test_a_closed_stdout_ends_quietly(tmp_path: Path, command: str) -> None:
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_text("hello world\n")
+    b.write_text("foo bar\n")
+    args = {"count": ["count", str(a), str(b)], "inspect": ["inspect", "--sample"]}
+    read, write = os.pipe()
+    os.close(read)  # `ctxbudget ... | true`: the reader is gone before a line is written
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "ctxbudget.cli", *args.get(command, [command])],
+            stdout=write, stderr=subprocess.PIPE, env=env, check=False,
+        )  # fmt: skip
+    finally:
+        os.close(write)
+    assert done.stderr == b""
+    assert done.returncode == 128 + 13  # what a shell reports for `cat`, `wc`: SIGPIPE
+
+
+# -- arguments
+
+
+@pytest.mark.parametrize("window", ["0", "-5", "4000"])
+def test_demo_refuses_a_window_too_small_for_it(
+    window: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["demo", "--window", window])
+    assert exited.value.code == 2
+    assert "--window" in capsys.readouterr().err
+
+
+def test_demo_that_cannot_fit_says_so_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    from ctxbudget.demo import print_demo
+
+    assert print_demo(4_000) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("ctxbudget demo: ") and err.count("\n") == 1
+    assert "4,000" in err and "--window" in err
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--max-tokens", "-100000"], ["--max-tokens", "0"], ["--window", "0"], ["--window", "-1"]],
+)
+def test_inspect_refuses_a_number_that_is_not_positive(
+    tmp_path: Path, args: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "s.json"
+    path.write_text('[{"role": "user", "content": "hi"}]')
+    with pytest.raises(SystemExit) as exited:
+        main(["inspect", str(path), *args])
+    assert exited.value.code == 2
+    assert args[0] in capsys.readouterr().err
+
+
+def test_inspect_refuses_an_output_cap_that_fills_the_window(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "s.json"
+    path.write_text('[{"role": "user", "content": "hi"}]')
+    assert main(["inspect", str(path), "--window", "1000", "--max-tokens", "5000"]) == 1
+    err = capsys.readouterr().err
+    assert "max_tokens 5,000" in err and "1,000-token window" in err
+    assert main(["inspect", str(path), "--window", "1000", "--max-tokens", "1000"]) == 1
+
+
+@pytest.mark.parametrize("cap", [-5, 0, "500", 2.5, True])
+def test_inspect_refuses_a_bad_output_cap_in_the_body(
+    tmp_path: Path, cap: object, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "body.json"
+    body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}], "max_tokens": cap}
+    path.write_text(json.dumps(body))
+    assert main(["inspect", str(path)]) == 1
+    assert f"max_tokens is {cap!r}: expected a positive" in capsys.readouterr().err
+
+
+def test_count_samples_takes_no_files(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["count", "--samples", "/nonexistent"])
+    assert exited.value.code == 2
+    assert "--samples" in capsys.readouterr().err
+
+
+# -- inspect: messages, and the bodies it reads
+
+
+def test_inspect_an_unknown_model_asks_for_the_window_option(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "s.json"
+    path.write_text('[{"role": "user", "content": "hi"}]')
+    assert main(["inspect", str(path), "--model", "my-azure-deployment"]) == 1
+    assert capsys.readouterr().err == (
+        f"ctxbudget inspect: {path}: unknown model 'my-azure-deployment':"
+        " give its context window with --window\n"
+    )
+    assert main(["inspect", str(path), "--model", "my-azure-deployment", "--window", "8000"]) == 0
+
+
+def test_inspect_a_missing_file_says_why_like_count(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "missing.json"
+    assert main(["inspect", str(path)]) == 1
+    assert capsys.readouterr().err == f"ctxbudget inspect: {path}: No such file or directory\n"
+
+
+def test_inspect_reads_json_with_a_byte_order_mark(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "bom.json"
+    path.write_bytes(b'\xef\xbb\xbf[{"role": "user", "content": "hi"}]')
+    assert main(["inspect", str(path)]) == 0
+    assert "1 messages (openai_chat)" in capsys.readouterr().out
+
+
+def _inspect_out(tmp_path: Path, body: object, capsys: pytest.CaptureFixture[str]) -> str:
+    path = tmp_path / "body.json"
+    path.write_text(json.dumps(body))
+    code = main(["inspect", str(path)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return out
+
+
+def _system_tokens(out: str) -> int:
+    return int(out.split("system ", 1)[1].split(",", 1)[0])
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"model": "gpt-4o", "instructions": "Be brief, and answer in French.",
+         "input": [{"role": "user", "content": "hi"}], "max_output_tokens": 500},
+        {"model": "gpt-4o", "instructions": "Be brief, and answer in French.", "input": "hi",
+         "max_output_tokens": 500},
+    ],
+    ids=["items", "a-string"],
+)  # fmt: skip
+def test_inspect_reads_a_responses_body(
+    tmp_path: Path, body: object, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = _inspect_out(tmp_path, body, capsys)
+    assert "1 messages (openai_responses)" in out
+    assert "+ 20,500 kept for the answer" in out  # 500 + the 20k margin
+    assert _system_tokens(out) > 5
+
+
+@pytest.mark.parametrize("case", ["camelCase", "snake_case"])
+def test_inspect_reads_a_gemini_body(
+    tmp_path: Path, case: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    system = {"role": "system", "parts": [{"text": "Be brief, and answer in French."}]}
+    config = {"maxOutputTokens": 1000, "temperature": 0.2}
+    body = {
+        "contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+        "tools": [{"functionDeclarations": [{"name": "ls", "parameters": {"type": "object"}}]}],
+    }
+    if case == "camelCase":
+        body |= {"systemInstruction": system, "generationConfig": config}
+    else:
+        body |= {"system_instruction": system, "generation_config": {"max_output_tokens": 1000}}
+    out = _inspect_out(tmp_path, body, capsys)
+    assert "1 messages (gemini)" in out
+    assert "+ 21,000 kept for the answer" in out
+    assert _system_tokens(out) > 5
+    assert "tools 0," not in out
+
+
+def test_inspect_previews_messages_as_they_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    items = [
+        {"role": "user", "content": "hi"},
+        {"type": "function_call", "call_id": "c1", "name": "read",
+         "arguments": '{"path": "a.py"}'},
+        {"type": "function_call_output", "call_id": "c1", "output": "ok"},
+        {"role": "user", "content": 'say "hi"\nand\x1b[2J then stop'},
+    ]  # fmt: skip
+    out = _inspect_out(tmp_path, items, capsys)
+    rows = out.split("largest messages:\n", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
+    by_index = {int(row.split()[0]): row for row in rows}
+    assert "tool call" in by_index[1] and 'read({"path": "a.py"})' in by_index[1]
+    assert "tool result" in by_index[2] and by_index[2].endswith("  ok")
+    assert by_index[3].endswith('say "hi" and\\x1b[2J then stop')
+    assert "\x1b" not in out
+
+
+def test_inspect_previews_a_huge_message_without_encoding_it_whole(tmp_path: Path) -> None:
+    import contextlib
+    import tracemalloc
+
+    from ctxbudget.report import load_conversation
+
+    text = "word\n" * 4_000_000  # 20 MB, with newlines JSON escapes
+    path = tmp_path / "big.json"
+    path.write_text(
+        json.dumps([{"role": "user", "content": text}, {"role": "assistant", "content": "ok"}])
+    )
+    tracemalloc.start()
+    try:
+        load_conversation(path)
+        loading = tracemalloc.get_traced_memory()[1]
+        tracemalloc.reset_peak()
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            assert main(["inspect", str(path)]) == 0
+        inspecting = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert inspecting < loading + len(text) // 2
+    assert "word word word" in out.getvalue()
+
+
+def test_control_characters_in_file_names_are_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    try:
+        path = tmp_path / "evil\x1b[31mRED\nfake.txt"
+        path.write_text("x")
+    except OSError:  # pragma: no cover - file systems that refuse such names
+        pytest.skip("the file system refuses control characters in file names")
+    assert main(["count", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and len(out.splitlines()) == 2
+    assert out.splitlines()[1].split()[-1] == str(tmp_path / "evil\\x1b[31mRED\\nfake.txt")
+
+
+def test_report_docstring_examples() -> None:
+    import doctest
+
+    import ctxbudget.report
+
+    result = doctest.testmod(ctxbudget.report)
+    assert result.attempted > 0 and result.failed == 0
+
+
+def test_inspect_previews_text_the_output_cannot_encode(tmp_path: Path) -> None:
+    path = tmp_path / "cafe.json"
+    path.write_text(json.dumps([{"role": "user", "content": "un caf\u00e9, s'il vous pla\u00eet"}]))
+    env = {**os.environ, "PYTHONIOENCODING": "ascii"}
+    done = subprocess.run(
+        [sys.executable, "-m", "ctxbudget.cli", "inspect", str(path)],
+        capture_output=True, check=False, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert b"un caf\\xe9, s'il vous pla\\xeet" in done.stdout

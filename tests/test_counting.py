@@ -243,3 +243,63 @@ def test_a_missing_tokenizer_file_is_an_error_not_an_estimate(tmp_path: Path) ->
     for source in (str(tmp_path / "tokenizer.json"), tmp_path / "tokenizer.json"):
         with pytest.raises(FileNotFoundError, match=r"tokenizer\.json"):
             counter_for(source)
+
+
+@pytest.mark.parametrize(
+    ("returned", "error", "words"),
+    [
+        (-3, ValueError, "-3"),
+        (3.7, TypeError, "float"),
+        ("5", TypeError, "str"),
+        (True, TypeError, "bool"),
+        (None, TypeError, "NoneType"),
+        (["the", "tokens"], TypeError, "len("),
+        ((1, 2), TypeError, "not the tokens"),
+    ],
+)
+def test_a_counting_callable_must_return_a_count(
+    returned: object, error: type[Exception], words: str
+) -> None:
+    counter = TokenCounter.from_callable(lambda text: returned, name="my_counter")
+    for count in (counter.count, lambda text: counter.count_many([text])[0]):
+        with pytest.raises(error, match=r"my_counter") as raised:
+            count("some text")
+        assert words in str(raised.value)
+
+
+def test_a_counting_callable_may_return_any_integer_type() -> None:
+    np = pytest.importorskip("numpy")
+    counter = counter_for(lambda text: np.int64(len(text)))
+    count = counter.count("abcd")
+    assert count == TokenCount(4, Accuracy.EXACT, "<lambda>") and type(count.tokens) is int
+    assert counter.count("").tokens == 0
+
+
+def test_a_huggingface_counter_ignores_truncation_set_after_it_was_made() -> None:
+    tok = _trained_tokenizer()
+    text = " ".join(CORPUS)
+    want = len(tok.encode(text, add_special_tokens=False).ids)
+    counter = counter_for(tok)
+    want_fox = len(tok.encode("fox", add_special_tokens=False).ids)
+    assert counter.count(text).tokens == want
+    tok.enable_truncation(max_length=want // 2)
+    tok.enable_padding(length=want * 2)
+    assert counter.count(text).tokens == want
+    assert counter.count("fox").tokens == want_fox
+    assert counter.count_many([text, "fox"]) == [counter.count(text), counter.count("fox")]
+    assert len(tok.encode(text).ids) == want * 2  # the caller's tokenizer: as they set it
+    tok.no_truncation()
+    tok.no_padding()
+    assert counter.count(text).tokens == want
+
+
+@pytest.mark.parametrize("name", ["TOKENIZER.JSON", "tok.Json"])
+def test_a_tokenizer_file_name_in_any_case(tmp_path: Path, name: str) -> None:
+    tok = _trained_tokenizer()
+    path = tmp_path / name
+    tok.save(str(path))
+    text = "The lazy dog returns a + b"
+    count = counter_for(str(path)).count(text)
+    assert count == TokenCount(len(tok.encode(text).ids), Accuracy.EXACT, str(path))
+    with pytest.raises(FileNotFoundError):
+        counter_for(str(tmp_path / "missing.JSON"))

@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import argparse
 import codecs
+import contextlib
+import errno
+import mmap
 import os
+import signal
+import stat
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import BinaryIO
 
-from ctxbudget.demo import print_demo
+from ctxbudget._types import BytesLike
+from ctxbudget.demo import MIN_WINDOW, print_demo
 from ctxbudget.errors import BinaryContentError
 from ctxbudget.messages import MessageFormatError
 from ctxbudget.report import (
@@ -19,11 +26,18 @@ from ctxbudget.report import (
     inspect_conversation,
     load_conversation,
     print_inspection,
+    printable,
 )
 from ctxbudget.tokens import DEFAULT_ENCODING, ENCODINGS, estimate_tokens
 from ctxbudget.tool_output import validate_text
 
-__all__ = ["main"]
+__all__ = ["STREAM_LIMIT", "main"]
+
+#: Most bytes ``count`` reads from stdin or another stream (a pipe, a device) into memory.
+#: Regular files, stdin redirected from one included, are mapped instead, whatever their size.
+STREAM_LIMIT = 256 * 2**20
+#: Bytes read at a time from a stream; the first chunk is checked for binary data at once.
+_CHUNK = 2**20
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,24 +52,91 @@ def _sample_paths() -> list[Path]:
     return sorted(Path(str(entry)) for entry in root.iterdir() if entry.is_file())
 
 
-def _read(name: str) -> bytes:
-    if name == "-":
-        return sys.stdin.buffer.read()
-    return Path(name).read_bytes()
+class _TooLong(Exception):
+    """A stream longer than :data:`STREAM_LIMIT`."""
+
+
+@contextlib.contextmanager
+def _contents(name: str) -> Iterator[BytesLike]:
+    """The bytes of file ``name`` (``-``: stdin), for the time of the ``with``.
+
+    A regular file is mapped, not read: the core reads its pages in place, and a binary file
+    is refused from its first bad byte, the rest never read. Anything else (a pipe, a
+    terminal, a device, a file whose size says nothing, as in ``/proc``) is read in chunks,
+    up to :data:`STREAM_LIMIT` bytes; the first chunk is checked for binary data before more
+    is read (``/dev/zero`` is refused at once).
+
+    Raises:
+        OSError: It cannot be opened or read (a closed stdin: ``EBADF``).
+        BinaryContentError: A stream that starts with binary data.
+        _TooLong: A stream longer than the limit.
+    """
+    if name != "-":
+        with open(name, "rb") as file, _mapped_or_read(file) as data:
+            yield data
+        return
+    if sys.stdin is None:  # closed (`<&-`): Python then has no stdin at all
+        raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+    with _mapped_or_read(sys.stdin.buffer) as data:
+        yield data
+
+
+@contextlib.contextmanager
+def _mapped_or_read(file: BinaryIO) -> Iterator[BytesLike]:
+    try:
+        fd = file.fileno()
+        info = os.fstat(fd)
+        start = os.lseek(fd, 0, os.SEEK_CUR) if stat.S_ISREG(info.st_mode) else 0
+    except (OSError, ValueError):  # no file descriptor (io.UnsupportedOperation is both)
+        info = None
+    if info is None or not stat.S_ISREG(info.st_mode) or info.st_size <= start:
+        yield _read_stream(file)
+        return
+    try:
+        mapped = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):  # a file system that cannot map files: read it
+        yield _read_stream(file)
+        return
+    view = memoryview(mapped)[start:]  # stdin opened part-way (`(read x; ctxbudget count) <f`)
+    try:
+        yield view
+    finally:
+        view.release()
+        with contextlib.suppress(BufferError):  # a view still held: closed when collected
+            mapped.close()
+
+
+def _read_stream(file: BinaryIO) -> bytearray:
+    data = bytearray()
+    while chunk := file.read(_CHUNK):
+        if len(data) + len(chunk) > STREAM_LIMIT:
+            raise _TooLong
+        data += chunk
+        if len(data) == len(chunk):  # the first chunk: refuse binary data before reading on
+            _check_text(data)
+    return data
+
+
+def _check_text(data: BytesLike) -> BinaryContentError | None:
+    """Raise :class:`BinaryContentError` unless ``data`` is text, or text cut mid-character at
+    its end (then returned, for a note)."""
+    try:
+        validate_text(data)
+    except BinaryContentError as err:
+        if not _cut_character(data, err):
+            raise
+        return err
+    return None
 
 
 def _display(name: str) -> str:
-    """``name`` printable on any stdout: undecodable file-name bytes shown as ``\\xff``, and
-    characters the output's encoding lacks (an ASCII or cp1252 stdout) as ``\\xe9``."""
-    text = os.fsencode(name).decode(sys.getfilesystemencoding(), "backslashreplace")
-    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
-    try:
-        return text.encode(encoding, "backslashreplace").decode(encoding)
-    except LookupError:  # an encoding Python does not know: the name as it is
-        return text
+    """``name`` printable on any stdout: undecodable file-name bytes shown as ``\\xff``,
+    control characters as ``\\x1b``, ``\\n``, and characters the output's encoding lacks
+    (an ASCII or cp1252 stdout) as ``\\xe9``."""
+    return printable(os.fsencode(name).decode(sys.getfilesystemencoding(), "backslashreplace"))
 
 
-def _cut_character(data: bytes, err: BinaryContentError) -> bool:
+def _cut_character(data: BytesLike, err: BinaryContentError) -> bool:
     """True when ``err`` is only an incomplete UTF-8 character at the very end of ``data``.
 
     ``head -c`` and other byte limits cut text mid-character; that is still text.
@@ -69,12 +150,9 @@ def _cut_character(data: bytes, err: BinaryContentError) -> bool:
     return True
 
 
-def _count_one(name: str, data: bytes, encodings: Sequence[str]) -> _Counted:
-    try:
-        validate_text(data)
-    except BinaryContentError as err:
-        if not _cut_character(data, err):
-            raise
+def _count_one(name: str, data: BytesLike, encodings: Sequence[str]) -> _Counted:
+    err = _check_text(data)
+    if err is not None:
         print(
             f"ctxbudget: {name}: note: ends in an incomplete UTF-8 character "
             f"({len(data) - err.offset} of its bytes), counted as it is",
@@ -107,10 +185,18 @@ def _count(args: argparse.Namespace) -> int:
     failed = False
     for name, label in named:
         try:
-            rows.append(_count_one(label, _read(name), encodings))
+            with _contents(name) as data:
+                rows.append(_count_one(label, data, encodings))
         except BinaryContentError as err:
             kind = err.detected_type or "binary data"
             print(f"ctxbudget: {label}: skipped, not text ({kind}): {err}", file=sys.stderr)
+            failed = True
+        except _TooLong:
+            print(
+                f"ctxbudget: {label}: more than {STREAM_LIMIT:,} bytes, the most read from a"
+                " pipe or device: save it to a file and count the file (files are mapped)",
+                file=sys.stderr,
+            )
             failed = True
         except OSError as err:
             print(f"ctxbudget: {label}: {err.strerror or err}", file=sys.stderr)
@@ -118,6 +204,21 @@ def _count(args: argparse.Namespace) -> int:
     if rows:
         _print_table(rows, encodings)
     return 1 if failed else 0
+
+
+def _whole_number(minimum: int, why: str = "") -> Callable[[str], int]:
+    """An argparse type: an integer, ``minimum`` or more."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum:,}{why}, not {text}")
+        return value
+
+    return parse
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -146,13 +247,22 @@ def _parser() -> argparse.ArgumentParser:
     inspect.add_argument("file", nargs="?", help="JSON: a list of messages, or a request body")
     inspect.add_argument("--sample", action="store_true", help="the bundled agent session")
     inspect.add_argument("--model", help=f"model (default: the file's, else {DEFAULT_MODEL})")
-    inspect.add_argument("--window", type=int, help="context window (default: the model's)")
-    inspect.add_argument("--max-tokens", type=int, help="the request's output cap")
+    inspect.add_argument(
+        "--window", type=_whole_number(1), help="context window (default: the model's)"
+    )
+    inspect.add_argument(
+        "--max-tokens", type=_whole_number(1), help="the request's output cap (default: the body's)"
+    )
     inspect.set_defaults(run=_inspect)
     demo = commands.add_parser(
         "demo", help="replay a bundled agent run through ContextGuard and show each decision"
     )
-    demo.add_argument("--window", type=int, default=16_000, help="context window (16000)")
+    demo.add_argument(
+        "--window",
+        type=_whole_number(MIN_WINDOW, " (the demo's run does not fit a smaller one)"),
+        default=16_000,
+        help=f"context window (16000; {MIN_WINDOW} or more)",
+    )
     demo.add_argument("--model", default="gpt-4o", help="model (gpt-4o)")
     demo.set_defaults(run=lambda args: print_demo(args.window, args.model))
     return parser
@@ -167,9 +277,13 @@ def _inspect(args: argparse.Namespace) -> int:
     try:
         conv = load_conversation(path, args.model)
         ins = inspect_conversation(conv, window=args.window, max_tokens=args.max_tokens)
-    except (OSError, ValueError, KeyError, TypeError, RecursionError, MessageFormatError) as err:
+    except OSError as err:
+        print(f"ctxbudget inspect: {name}: {err.strerror or err}", file=sys.stderr)
+        return 1
+    except (ValueError, KeyError, TypeError, RecursionError, MessageFormatError) as err:
         # A file that is not a request (tools: 5, JSON nested past what Python reads, ...).
-        print(f"ctxbudget inspect: {name}: {err}", file=sys.stderr)
+        message = err.args[0] if isinstance(err, KeyError) and err.args else err
+        print(f"ctxbudget inspect: {name}: {message}", file=sys.stderr)
         return 1
     print_inspection(ins, name)
     return 0
@@ -180,14 +294,36 @@ def _sample_paths_named(name: str) -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the process exit code (1 when a file could not be counted)."""
-    args = _parser().parse_args(argv)
+    """Run the CLI; returns the process exit code (1 when a file could not be counted; 141,
+    as for a tool SIGPIPE stopped, when the output's reader went away)."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command == "count" and args.samples and args.files:
+        parser.error("count: --samples counts the bundled samples; give it no FILES")
     try:
         code: int = args.run(args)
-    except BrokenPipeError:  # the reader went away (| head): not an error of ours
-        sys.stderr.close()
-        return 0
+        if sys.stdout is not None:
+            sys.stdout.flush()  # here, where a closed pipe can still be caught
+    except BrokenPipeError:  # the reader went away (`| head`)
+        _silence_stdout()
+        if hasattr(signal, "SIGPIPE"):
+            return 128 + signal.SIGPIPE  # the status a shell gives `cat`, `wc` stopped by it
+        return 1
     return code
+
+
+def _silence_stdout() -> None:
+    """Point stdout at the null device: what is still buffered for it is then dropped at exit
+    instead of failing again (the recipe of Python's `signal` docs)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file (replaced, captured)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
 
 
 if __name__ == "__main__":  # pragma: no cover

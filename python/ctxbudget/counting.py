@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import enum
 import errno
+import numbers
 import os
 import threading
 from collections import OrderedDict
@@ -92,8 +93,13 @@ class TokenCounter:
         return f"TokenCounter(name={self.name!r}, accuracy={self.accuracy.name})"
 
     def count(self, text: str) -> TokenCount:
-        """Count the tokens of ``text``."""
-        return TokenCount(int(self._count(text)), self.accuracy, self.name)
+        """Count the tokens of ``text``.
+
+        Raises:
+            TypeError: The counting callable returned something other than an ``int``.
+            ValueError: It returned a negative number.
+        """
+        return TokenCount(self._checked(self._count(text)), self.accuracy, self.name)
 
     def count_many(self, texts: Iterable[str]) -> list[TokenCount]:
         """Count many texts (the estimator does them in parallel)."""
@@ -101,8 +107,29 @@ class TokenCounter:
         if self._estimator_encoding is not None:
             counts = estimate_batch(items, self._estimator_encoding).tolist()
         else:
-            counts = [int(self._count(t)) for t in items]
+            counts = [self._checked(self._count(t)) for t in items]
         return [TokenCount(n, self.accuracy, self.name) for n in counts]
+
+    def _checked(self, value: object) -> int:
+        """``value``, what the counting callable returned, as a token count: an ``int`` (any
+        integral type but ``bool``) that is not negative."""
+        if type(value) is not int:
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+                tokens = hasattr(value, "__len__") and not isinstance(value, str | bytes)
+                hint = " (return len(tokens), not the tokens)" if tokens else ""
+                shown = repr(value)
+                shown = shown if len(shown) <= 40 else shown[:37] + "..."
+                raise TypeError(
+                    f"token counter {self.name!r} returned {type(value).__name__} {shown};"
+                    f" expected an int, the number of tokens{hint}"
+                )
+            value = int(value)
+        if value < 0:
+            raise ValueError(
+                f"token counter {self.name!r} returned {value}; expected the number of tokens,"
+                " 0 or more"
+            )
+        return value
 
     @classmethod
     def estimator(cls, encoding: str = DEFAULT_ENCODING) -> TokenCounter:
@@ -119,16 +146,17 @@ class TokenCounter:
         """A HuggingFace ``tokenizers.Tokenizer``: EXACT, without special tokens added.
 
         Truncation and padding set on the tokenizer (many ``tokenizer.json`` files ship with
-        them) are ignored: the counter encodes with a copy that has both turned off, so a long
-        text is not cut to ``max_length`` and a short one is not padded. ``tokenizer`` itself is
-        not changed.
+        them), now or after the counter is made, are ignored: while the tokenizer has either
+        on, the counter encodes with a copy that has both turned off, so a long text is not cut
+        to ``max_length`` and a short one is not padded. ``tokenizer`` itself is not changed.
         """
         if not callable(getattr(tokenizer, "encode", None)):
             raise TypeError(f"expected a tokenizers.Tokenizer, not {type(tokenizer).__name__}")
-        tokenizer = _without_truncation(tokenizer)
 
         def count(text: str) -> int:
-            return len(tokenizer.encode(text, add_special_tokens=False).ids)
+            # The settings are read at each call: the caller may turn truncation on later.
+            untruncated = _without_truncation(tokenizer)
+            return len(untruncated.encode(text, add_special_tokens=False).ids)
 
         return cls(count, Accuracy.EXACT, name or "huggingface")
 
@@ -188,7 +216,9 @@ def counter_for(source: object = None) -> TokenCounter:
         return TokenCounter.estimator()
     if isinstance(source, TokenCounter):
         return source
-    if isinstance(source, os.PathLike) or (isinstance(source, str) and source.endswith(".json")):
+    if isinstance(source, os.PathLike) or (
+        isinstance(source, str) and source.lower().endswith(".json")
+    ):
         # A tokenizer file: a missing one is an error, not an estimate in its place.
         return TokenCounter.from_tokenizer_file(os.fspath(source))
     if isinstance(source, str):

@@ -15,16 +15,18 @@ from __future__ import annotations
 import copy
 import json
 import random
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ctxbudget.errors import ContextWindowError
 from ctxbudget.events import ContextEvent
 from ctxbudget.guard import ContextGuard, GuardedRequest
 from ctxbudget.request import estimate_request
 from ctxbudget.tokens import estimate_tokens
 
-__all__ = ["DemoCall", "demo_run", "print_demo", "replay"]
+__all__ = ["MIN_WINDOW", "DemoCall", "demo_run", "print_demo", "replay"]
 
 TOOLS = [
     {
@@ -127,6 +129,10 @@ def _hexdump(rng: random.Random, lines: int) -> str:
 
 #: The output cap of the demo's requests.
 MAX_TOKENS = 2_000
+#: The smallest window ``ctxbudget demo`` takes. Below about 5,000 tokens the run cannot go
+#: through (the 2,000-token answer reserve and a turn the guard must keep verbatim do not fit
+#: together: gpt-4o fails at 4,600, claude-sonnet-4-5 at 4,800); 6,000 leaves some margin.
+MIN_WINDOW = 6_000
 #: The command whose output the simulated provider counts twice (a tokenizer the estimate
 #: does not know could split hex that much finer).
 HEXDUMP_COMMAND = "xxd -l 4000 state/chunk-912.ckpt"
@@ -326,15 +332,26 @@ def print_demo(window: int = 16_000, model: str = "gpt-4o", width: int = 20) -> 
     title = "window used"
     print(f"{'call':>4}  {'history':>7}  {'sent':>6}  {title:<{width + 5}}  what the guard did")
     ok = True
-    for call in replay(window, model):
-        ok = ok and call.history_intact and call.fill <= 1.0
-        bar = "#" * min(width, round(call.fill * width))
-        head = (
-            f"{call.number:>4}  {call.history_tokens:>7,}  {call.sent_tokens:>6,}"
-            f"  {bar:<{width}} {call.fill:>4.0%}"
+    number = 0
+    try:
+        for call in replay(window, model):
+            number = call.number
+            ok = ok and call.history_intact and call.fill <= 1.0
+            bar = "#" * min(width, round(call.fill * width))
+            head = (
+                f"{call.number:>4}  {call.history_tokens:>7,}  {call.sent_tokens:>6,}"
+                f"  {bar:<{width}} {call.fill:>4.0%}"
+            )
+            for k, action in enumerate(call.actions):
+                print(f"{head if k == 0 else '':<{len(head)}}  {action}")
+    except ContextWindowError as err:  # a window too small for the run: the guard refused
+        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+        print(
+            f"ctxbudget demo: call {number + 1} cannot go through a {window:,}-token window"
+            f" (try a larger --window): {reason}",
+            file=sys.stderr,
         )
-        for k, action in enumerate(call.actions):
-            print(f"{head if k == 0 else '':<{len(head)}}  {action}")
+        return 1
     verdict = "went through within the window" if ok else "DID NOT all fit the window"
     print(f"\nEvery call {verdict}; the stored history was never changed: {'yes' if ok else 'NO'}.")
     return 0 if ok else 1
