@@ -578,6 +578,15 @@ def test_gemini_builtin_tools_are_read_and_counted() -> None:
     assert tools_of[1] > tools_of[0]
 
 
+def test_gemini_tools_in_rest_spelling_are_read() -> None:
+    # {"functionDeclarations": [...]} (the REST API's JSON) was "not a tool definition".
+    schema = {"type": "object", "properties": {"path": {"type": "string"}}}
+    rest = [{"functionDeclarations": [{"name": "read", "parametersJsonSchema": schema}]}]
+    snake = [{"function_declarations": [{"name": "read", "parameters_json_schema": schema}]}]
+    assert normalize_tools(rest) == normalize_tools(snake)
+    assert normalize_tools(rest)[0].parameters == schema
+
+
 def test_a_function_without_parameters_is_a_function() -> None:
     # A declaration with no parameter schema was taken for a built-in tool: convert_tools
     # refused it, and the estimate counted its whole Tool (every other declaration) again.

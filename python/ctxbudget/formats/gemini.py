@@ -40,6 +40,9 @@ _CAMEL = {
     "executableCode": "executable_code",
     "codeExecutionResult": "code_execution_result",
     "videoMetadata": "video_metadata",
+    # tools, as the REST API spells them
+    "functionDeclarations": "function_declarations",
+    "parametersJsonSchema": "parameters_json_schema",
 }
 
 
