@@ -87,3 +87,15 @@ def test_overflow_from_a_message_string(benchmark: Any) -> None:
     message = f"Error code: 400 - {OVERFLOW!r}"
     info = benchmark(classify_overflow, message)
     assert info is not None and info.requested_tokens == 131134
+
+
+def test_overflow_with_an_echoed_digit_run(benchmark: Any) -> None:
+    """An overflow message that echoes 16k digits (a list of token ids) beside the phrases
+    that number patterns follow: a pattern starting with a number was tried from every
+    digit, 9 s here before it matched only from a number's start."""
+    phrases = ", ".join(
+        ["+", "in the messages", "in your prompt", "input tokens", "max_new_tokens"]
+    )
+    error = Exception(f"maximum context length exceeded. {phrases} ids={'1' * 16_000}")
+    info = benchmark(classify_overflow, error)
+    assert info is not None

@@ -494,8 +494,21 @@ _TEXT_STATUS: Final = re.compile(r"(?:error code|status code|status)[:=]? ?([1-5
 # excess), each behind a needle. The first match of each role wins.
 
 
+#: A pattern that starts with a number: searched, it would be tried from every digit of a long
+#: run (an echoed list of token ids), each try backtracking over the rest of the run.
+_LEADING_NUMBER: Final = re.compile(r"\(\?P<\w+>\{N\}\)")
+
+
 def _roles(*specs: tuple[str, str]) -> tuple[tuple[str, re.Pattern[str]], ...]:
-    return tuple((needle, re.compile(p.replace("{N}", _N))) for needle, p in specs)
+    """The role patterns, ``{N}`` a number; one that starts with a number only matches from
+    the start of one (linear in a long digit run, not quadratic)."""
+    return tuple(
+        (needle, re.compile(_from_number_start(p).replace("{N}", _N))) for needle, p in specs
+    )
+
+
+def _from_number_start(pattern: str) -> str:
+    return f"(?<![0-9,]){pattern}" if _LEADING_NUMBER.match(pattern) else pattern
 
 
 _ROLE_PATTERNS: Final = _roles(
