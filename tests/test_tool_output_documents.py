@@ -391,6 +391,21 @@ def test_encrypted_pdf_is_refused_clearly(tmp_path: Path) -> None:
     assert caught.value.kind == "pdf"
 
 
+def test_a_pdf_cut_short_is_refused_without_reading_it_backwards(tmp_path: Path) -> None:
+    # A PDF whose end is missing (a download that stopped): pypdf searched the whole file
+    # backwards for its end marker, a line at a time (16 MB: 10 s), then failed anyway.
+    whole = make_pdf(tmp_path / "whole.pdf").read_bytes()
+    cut = tmp_path / "cut.pdf"
+    cut.write_bytes(whole[: whole.rindex(b"%%EOF")] + b"q\n" * 100_000)
+    with pytest.raises(DocumentConversionError, match="cut short") as caught:
+        read_tool_file(cut)
+    assert caught.value.kind == "pdf"
+    # the marker followed by a little trailing data is a whole PDF
+    trailing = tmp_path / "trailing.pdf"
+    trailing.write_bytes(whole + b"\n" * 600)
+    assert "page 1" in read_tool_file(trailing)
+
+
 def test_pdf_without_text_is_refused_clearly(tmp_path: Path) -> None:
     path = make_pdf(tmp_path / "scan.pdf", with_text=False)
     with pytest.raises(DocumentConversionError, match=r"no text could be extracted.*OCR"):

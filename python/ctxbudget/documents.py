@@ -405,7 +405,18 @@ def _table(rows: Iterable[Iterable[object]], out: _Output) -> None:
     out.blank()
 
 
+#: Bytes at the end of a PDF searched for its ``%%EOF`` marker (the format puts it in the last
+#: 1,024; writers may append a little).
+_PDF_TAIL = 65_536
+
+
 def _convert_pdf(pypdf: ModuleType, data: bytes, out: _Output) -> None:
+    if b"%%EOF" not in data[-_PDF_TAIL:]:
+        # Cut short (a download that stopped) or not a PDF: pypdf would search the whole file
+        # backwards for the marker, a line at a time (16 MB: 10 s), then fail.
+        raise DocumentConversionError(
+            out.path, "pdf", "it has no %%EOF marker at its end: the file is cut short"
+        )
     reader = pypdf.PdfReader(io.BytesIO(data))
     if reader.is_encrypted and not reader.decrypt(""):
         raise DocumentConversionError(out.path, "pdf", "it is encrypted with a password")
