@@ -38,7 +38,6 @@ The three texts, verbatim (``{...}`` filled in):
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -57,8 +56,6 @@ _HOW = "a narrower request (a filter, a line range, a smaller limit) or read the
 _STUB_OVERHEAD = 1024
 #: The closing sentences of the stub texts.
 _ENDINGS = (f" again with {_HOW}.", " again.")
-#: Blank lines at the start of an output: its head begins after them.
-_LEADING_BLANK_LINES = re.compile(r"(?:[ \t\r\f\v]*\n)+")
 
 
 def is_stub(text: str, head_chars: int = 200) -> bool:
@@ -83,12 +80,17 @@ def _line_count(text: str) -> int:
     return text.count("\n") + (0 if text.endswith("\n") else 1)
 
 
+def _after_blank_lines(text: str) -> str:
+    """``text`` from its first line with something on it (all of a text of blank lines
+    goes): found by C-speed string methods, at any length."""
+    first = len(text) - len(text.lstrip())
+    return text[text.rfind("\n", 0, first) + 1 :]
+
+
 def _head(text: str, max_chars: int, max_lines: int) -> tuple[str, bool]:
     """The first lines of ``text`` after any blank ones, within ``max_lines`` and
     ``max_chars``, and whether that leaves something out."""
-    blank = _LEADING_BLANK_LINES.match(text)
-    if blank is not None:
-        text = text[blank.end() :]
+    text = _after_blank_lines(text)
     lines = text.split("\n", max_lines)
     head = "\n".join(lines[:max_lines])
     cut = len(lines) > max_lines
