@@ -1,19 +1,31 @@
 """What attachments cost: images, documents, audio and files, by each provider's rule.
 
 The rule of a request (:func:`media_rule`) comes from its model's family, else its message
-format; :func:`media_tokens` costs one attachment part by it. An attachment whose size or
+format, and for OpenAI and Gemini from the model's name: the providers price images differently
+per model. :func:`media_tokens` costs one attachment part by it. An attachment whose size or
 page count cannot be read costs what the largest one may (leaning high keeps a budget safe).
+
+Sources (checked 2026): OpenAI's "Images and vision" guide, *Calculating costs* and *Model
+sizing behavior* (developers.openai.com/api/docs/guides/images-vision); Gemini's "Media
+resolution" guide (ai.google.dev/gemini-api/docs/media-resolution); Anthropic's vision guide.
+Where a guide gives no number for a model, the comment at the number says what was used.
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
+import io
 import math
 import re
 import struct
-from collections.abc import Callable
+import zlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from ctxbudget.formats.model import Part
+from ctxbudget.models import _canonical, family_of
 
 __all__ = [
     "DOCUMENT_PAGE_TOKENS",
@@ -27,6 +39,103 @@ __all__ = [
 
 Counter = Callable[[str], int]
 
+
+# --------------------------------------------------------------------------- image rules
+
+
+@dataclass(frozen=True, slots=True)
+class _Tiles:
+    """OpenAI tile rule: ``detail="low"`` costs ``base``; otherwise fit in 2048x2048, shortest
+    side to at most 768, then ``base + tile`` per 512-pixel square."""
+
+    base: int
+    tile: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Patches:
+    """OpenAI patch rule: 32-pixel patches, the image first shrunk to fit ``(budget, side)``
+    of its ``detail`` (``auto`` for one not listed, ``side=None``: no size limit), times the
+    model's multiplier (in hundredths, rounded up)."""
+
+    hundredths: int
+    limits: Mapping[str, tuple[int, int | None]]
+
+
+#: ``gpt-4.1-mini``/``-nano``, ``o4-mini``, GPT-5 mini/nano, ``gpt-5.2``, ``gpt-5.3-codex``, ...:
+#: 1,536 patches or a 2048-pixel side. ``low`` is not cheaper for these (the guide: "``low`` is
+#: not always fewer tokens than ``high``"; the forum measures low == high), so it is costed so.
+_PATCHES_1536 = {"auto": (1_536, 2_048)}
+#: ``gpt-5.4``: ``high`` (and ``auto``) 2,500 patches or 2048 px; ``original`` 10,000 or 6000 px.
+#: ``low`` is not given: costed as ``high``.
+_PATCHES_GPT_54 = {"auto": (2_500, 2_048), "original": (10_000, 6_000)}
+#: ``gpt-5.5``: as 5.4, but ``auto`` and an omitted ``detail`` mean ``original``.
+_PATCHES_GPT_55 = {"low": (2_500, 2_048), "high": (2_500, 2_048), "auto": (10_000, 6_000)}
+#: GPT-5.6: ``original``/``auto``/omitted keep the image's size (the API refuses one over 30,000
+#: patches, so that is its largest); ``low``/``high`` "resize under finite limits" the guide does
+#: not give: 2,500 as for 5.4/5.5 (the forum measures ``high`` capping at 3,000 = 2,500 x 1.2).
+_PATCHES_GPT_56 = {"low": (2_500, 2_048), "high": (2_500, 2_048), "auto": (30_000, None)}
+
+#: Rule name -> rule. A tuple is "the largest of these": for a model whose rule is not
+#: published, every plausible one is costed and the highest kept.
+_RULES: dict[str, _Tiles | _Patches | tuple[str, ...] | str] = {
+    # Tile rules (guide's table: base tokens, tile tokens).
+    "openai": _Tiles(85, 170),  # gpt-4o, gpt-4.1, gpt-4.5 (and GPT-4 Turbo / vision)
+    "openai-gpt-4o-mini": _Tiles(2_833, 5_667),
+    "openai-o-series": _Tiles(75, 150),  # o1, o1-pro, o3
+    "openai-computer-use": _Tiles(65, 129),  # computer-use-preview
+    "openai-gpt-5": _Tiles(70, 140),  # gpt-5, gpt-5-chat-latest
+    # Patch rules (guide's multiplier table: gpt-4.1-mini, gpt-5-mini, gpt-5.4-mini 1.62;
+    # the -nano ones 2.46; o4-mini 1.72). The forum measures less on the GPT-5 minis (1.2)
+    # and nanos (1.5, 1.2): the guide's higher numbers are kept.
+    "openai-mini": _Patches(162, _PATCHES_1536),
+    "openai-nano": _Patches(246, _PATCHES_1536),
+    "openai-o4-mini": _Patches(172, _PATCHES_1536),
+    # The guide lists these with the patch models but gives them no multiplier (1, read
+    # literally): 1.2, the higher, measured on gpt-5.2, gpt-5.3-codex and gpt-5.4 (forum) and
+    # on a GPT-5.6 model (3000x3000 at original: 10,603 = 8,836 patches x 1.2); assumed for 5.5.
+    "openai-patch": _Patches(120, _PATCHES_1536),
+    "openai-gpt-5.4": _Patches(120, _PATCHES_GPT_54),
+    "openai-gpt-5.5": _Patches(120, _PATCHES_GPT_55),
+    "openai-gpt-5.6": _Patches(120, _PATCHES_GPT_56),
+    # gpt-5.1 is in neither of the guide's lists: its GPT-5 tiles or its successor's patches.
+    "openai-gpt-5.1": ("openai-gpt-5", "openai-patch"),
+    # An OpenAI model the table does not know (a newer one, a deployment's own name): the
+    # gpt-4o tiles or the newest rule (GPT-5.6 at original size), whichever costs more. Not
+    # gpt-4o-mini's 33x pricing rule, a billing device of that one model, recognised by name.
+    "openai-unknown": ("openai", "openai-gpt-5.6"),
+    # Long edge at most 1568, then w*h/750, at most 1600.
+    "anthropic": "anthropic",
+    # Gemini 1.5 / 2.x: 258 when both sides are at most 384, else 258 per 768x768 tile.
+    "gemini": "gemini",
+    # Gemini 3: a set count per image by media resolution (default high: 1120).
+    "gemini-3": "gemini-3",
+    "gemini-unknown": ("gemini", "gemini-3"),
+}
+
+#: OpenAI model (canonical name) -> rule, first match wins; see the guide's two tables.
+_OPENAI_NAMES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(p), r)
+    for p, r in (
+        (r"^gpt-4o-mini", "openai-gpt-4o-mini"),
+        # The codex minis have no published multiplier: gpt-5-mini's 1.62, the highest plausible.
+        (r"^(?:gpt-4\.1|gpt-5|gpt-5\.4)-mini|^gpt-5(?:\.1)?-codex-mini", "openai-mini"),
+        (r"^(?:gpt-4\.1|gpt-5|gpt-5\.4)-nano", "openai-nano"),
+        (r"^(?:o4-mini|codex-mini)", "openai-o4-mini"),  # codex-mini-latest: an o4-mini
+        (r"^o[13](?![a-z0-9])", "openai-o-series"),
+        (r"^computer-use-preview", "openai-computer-use"),
+        (r"^gpt-5\.[23](?![0-9])", "openai-patch"),
+        (r"^gpt-5\.1(?![0-9])", "openai-gpt-5.1"),
+        (r"^gpt-5\.4(?![0-9])", "openai-gpt-5.4"),
+        (r"^gpt-5\.5(?![0-9])", "openai-gpt-5.5"),
+        (r"^gpt-5\.6(?![0-9])", "openai-gpt-5.6"),
+        (r"^gpt-5(?![0-9.])", "openai-gpt-5"),  # also gpt-5-pro and gpt-5-codex (not listed)
+        # The tiles of gpt-4o; GPT-4 / 3.5 and gpt-oss take no images.
+        (r"^(?:gpt-4o|chatgpt-4o|gpt-4\.1|gpt-4\.5|gpt-4|gpt-3\.5|gpt-oss)(?![0-9.])", "openai"),
+    )
+)
+_GEMINI_VERSION = re.compile(r"^gemini-(\d+)(?![0-9])")
+
 #: The rule of a model the profiles do not know, by message format.
 _FORMAT_IMAGE_RULE = {
     "openai_chat": "openai",
@@ -39,18 +148,36 @@ _FORMAT_IMAGE_RULE = {
 def media_rule(fmt: str, profile: str, profile_rule: str, model: str | None) -> str:
     """The attachment rule of a request in format ``fmt`` for ``model``: its framing
     profile's (``profile_rule``), or its format's when the profile is ``default`` (a model
-    the profiles do not know)."""
-    return _FORMAT_IMAGE_RULE[fmt] if profile == "default" else profile_rule
+    the profiles do not know); for OpenAI and Gemini, refined by the model's name.
+
+    An OpenAI name the table does not know costs the larger of the gpt-4o and GPT-5.6 rules;
+    a Gemini name without a version, the larger of the 2.x and 3 rules.
+
+    >>> media_rule("openai_chat", "openai", "openai", "gpt-4o-mini-2024-07-18")
+    'openai-gpt-4o-mini'
+    >>> media_rule("gemini", "gemini", "gemini", "gemini-3-pro-preview")
+    'gemini-3'
+    """
+    rule = _FORMAT_IMAGE_RULE[fmt] if profile == "default" else profile_rule
+    if not model or rule not in ("openai", "gemini"):
+        return rule
+    name = _canonical(model)
+    if rule == "gemini":
+        version = _GEMINI_VERSION.match(name)
+        if version:
+            return "gemini-3" if int(version.group(1)) >= 3 else "gemini"
+        return "gemini-unknown" if name.startswith("gemini") else rule
+    for pattern, named in _OPENAI_NAMES:
+        if pattern.match(name):
+            return named
+    return "openai-unknown" if family_of(model) == "openai" else rule
 
 
-#: Cost of an image whose size is unknown, per rule: the largest an image can cost for OpenAI
-#: and Anthropic; for Gemini, an image at Gemini 3's default (high) media resolution, which
-#: Gemini 2.x tiling exceeds only for images over 1536 pixels a side.
-UNKNOWN_IMAGE_TOKENS = {"openai": 1_445, "anthropic": 1_600, "gemini": 1_120}
-#: Tokens per document page, per rule (OpenAI and Anthropic send text + a page image).
-DOCUMENT_PAGE_TOKENS = {"openai": 1_500, "anthropic": 3_000, "gemini": 560}
-#: Pages assumed when a document's page count cannot be read (URL, file id).
-UNKNOWN_DOCUMENT_PAGES = 10
+#: The most 512-pixel tiles an image has after the tile rule's resizing (2048 x 768).
+_MAX_TILES = 8
+#: Gemini 3 tokens per image by media resolution (``media_resolution_high`` is the default;
+#: ``ultra_high`` can only be set on a part).
+_GEMINI_3_IMAGE = {"low": 280, "medium": 560, "high": 1_120, "ultra_high": 2_240}
 
 
 def image_tokens(
@@ -58,36 +185,96 @@ def image_tokens(
 ) -> int:
     """Tokens for one image by a provider's published rule.
 
-    - ``openai``: ``detail="low"`` is 85; otherwise fit in 2048x2048, shortest side to 768,
-      85 + 170 per 512-pixel tile.
+    - ``openai`` (gpt-4o, 4.1, 4.5) and the other OpenAI tile rules (``openai-gpt-4o-mini``,
+      ``openai-o-series``, ``openai-computer-use``, ``openai-gpt-5``): ``detail="low"`` is the
+      base; otherwise fit in 2048x2048, shortest side to 768, base + a set count per 512-pixel
+      tile (85 + 170 for gpt-4o).
+    - OpenAI patch rules (``openai-mini``, ``openai-nano``, ``openai-o4-mini``,
+      ``openai-patch``, ``openai-gpt-5.4`` ... ``5.6``): 32-pixel patches after shrinking to
+      the model's patch budget, times its multiplier (1.62 for the minis).
     - ``anthropic``: long edge at most 1568, then ``w*h/750``, at most 1600.
-    - ``gemini``: 258 when both sides are at most 384, else 258 per 768x768 tile.
+    - ``gemini`` (1.5, 2.x): 258 when both sides are at most 384, else 258 per 768x768 tile.
+    - ``gemini-3``: 1120 an image, or by ``detail`` as its media resolution (``low`` 280,
+      ``medium`` 560, ``ultra_high`` 2240).
 
-    An unknown size costs :data:`UNKNOWN_IMAGE_TOKENS` (the most an image can cost, except
-    Gemini 2.x images over 1536 pixels a side).
+    An unknown size costs the most an image can cost by the rule
+    (:data:`UNKNOWN_IMAGE_TOKENS`), except for Gemini 2.x images over 1536 pixels a side. A
+    rule this module does not know is costed as ``openai``.
 
     >>> image_tokens(1024, 1024, "openai"), image_tokens(1000, 750, "anthropic")
     (765, 1000)
     >>> image_tokens(300, 300, "gemini"), image_tokens(None, None, "openai", "low")
     (258, 85)
+    >>> image_tokens(1024, 1024, "openai-gpt-4o-mini"), image_tokens(1024, 1024, "openai-mini")
+    (25501, 1659)
     """
-    if rule == "openai" and detail == "low":
-        return 85
+    spec = _RULES.get(rule, _RULES["openai"])
+    if isinstance(spec, tuple):
+        return max(image_tokens(width, height, r, detail) for r in spec)
+    if isinstance(spec, _Tiles):
+        if detail == "low":
+            return spec.base
+        tiles = _tile_count(width, height) if width and height else _MAX_TILES
+        return spec.base + spec.tile * tiles
+    if isinstance(spec, _Patches):
+        budget, side = spec.limits.get(detail or "auto", spec.limits["auto"])
+        patches = _patch_count(width, height, budget, side) if width and height else budget
+        return -(-patches * spec.hundredths // 100)
+    if spec == "gemini-3":
+        return _GEMINI_3_IMAGE.get(detail or "high", _GEMINI_3_IMAGE["high"])
     if not width or not height:
-        return UNKNOWN_IMAGE_TOKENS.get(rule, 1_600)
+        return 1_600 if spec == "anthropic" else 1_120  # Gemini 2.x: see UNKNOWN_IMAGE_TOKENS
     w, h = float(width), float(height)
-    if rule == "anthropic":
+    if spec == "anthropic":
         scale = min(1.0, 1568 / max(w, h))
         return min(1_600, math.ceil(w * scale * h * scale / 750))
-    if rule == "gemini":
-        if w <= 384 and h <= 384:
-            return 258
-        return 258 * math.ceil(w / 768) * math.ceil(h / 768)
+    if w <= 384 and h <= 384:
+        return 258
+    return 258 * math.ceil(w / 768) * math.ceil(h / 768)
+
+
+def _tile_count(width: int, height: int) -> int:
+    w, h = float(width), float(height)
     scale = min(1.0, 2048 / max(w, h))
     w, h = w * scale, h * scale
     scale = min(1.0, 768 / min(w, h))
     w, h = w * scale, h * scale
-    return 85 + 170 * math.ceil(w / 512) * math.ceil(h / 512)
+    return math.ceil(w / 512) * math.ceil(h / 512)
+
+
+def _patch_count(width: int, height: int, budget: int, side: int | None) -> int:
+    """32-pixel patches of an image shrunk, keeping its aspect ratio, to at most ``side``
+    pixels a side and ``budget`` patches (the guide's steps A-C)."""
+    w, h = float(width), float(height)
+    if side is not None and max(w, h) > side:
+        scale = side / max(w, h)
+        w, h = max(1.0, math.floor(w * scale)), max(1.0, math.floor(h * scale))
+    patches = math.ceil(w / 32) * math.ceil(h / 32)
+    if patches <= budget:
+        return patches
+    r = math.sqrt(32 * 32 * budget / (w * h))
+    fit_w, fit_h = w * r / 32, h * r / 32
+    r *= min(max(1, math.floor(fit_w)) / fit_w, max(1, math.floor(fit_h)) / fit_h)
+    w, h = max(1.0, math.floor(w * r)), max(1.0, math.floor(h * r))
+    return min(budget, math.ceil(w / 32) * math.ceil(h / 32))
+
+
+#: Cost of an image whose size is unknown, per rule: the most an image can cost by it (an
+#: OpenAI rule at its default ``detail``; 1,445 for gpt-4o, 48,169 for gpt-4o-mini). For
+#: Gemini 2.x, an image at Gemini 3's default (high) media resolution, which 2.x tiling exceeds
+#: only for images over 1536 pixels a side.
+UNKNOWN_IMAGE_TOKENS = {rule: image_tokens(None, None, rule) for rule in _RULES}
+#: Tokens per document page, per provider (OpenAI and Anthropic send text + a page image).
+DOCUMENT_PAGE_TOKENS = {"openai": 1_500, "anthropic": 3_000, "gemini": 560}
+#: Pages assumed when a document's page count cannot be read (URL, file id, not a PDF).
+UNKNOWN_DOCUMENT_PAGES = 10
+
+
+def _provider(rule: str) -> str:
+    return rule.split("-", 1)[0]
+
+
+# --------------------------------------------------------------------------- image size
 
 
 def _head_bytes(data: str | bytes, limit: int = 65_536) -> bytes:
@@ -141,24 +328,206 @@ def image_size(data: bytes) -> tuple[int, int] | None:
     return None
 
 
-_PDF_PAGE = re.compile(rb"/Type\s*/Page(?![a-zA-Z])")
+# --------------------------------------------------------------------------- PDF pages
+#
+# The page count is the /Count of the page tree's root (the /Type /Pages node without a
+# /Parent), or the number of /Type /Page objects, whichever is larger (an incremental update
+# can leave an old root or a deleted page behind: both err high). pdfTeX, Word and qpdf keep
+# these objects in compressed object streams, which are inflated here (Flate only). A large PDF
+# is read at its two ends first, where producers put the page tree; only if no root is there is
+# it read whole, up to _PDF_SCAN_LIMIT; then pypdf, if installed; then its size decides.
+
+#: Bytes read at each end of a PDF before reading it whole (both ends of a 100 MB PDF in
+#: base64: 8 ms here, where decoding all of it took the old whole-file scan 390 ms).
+_PDF_WINDOW = 1 << 20
+#: Largest PDF read whole or handed to pypdf (a 30 MB one: 145 ms in base64, 35 ms as bytes);
+#: beyond it, only the two ends are read.
+_PDF_SCAN_LIMIT = 32 << 20
+#: Most bytes inflated from the object streams of one PDF (a bound on a deflate bomb).
+_PDF_INFLATE_LIMIT = 64 << 20
+#: A PDF whose pages cannot be counted is costed one page per this many bytes (densely set
+#: text compresses to about 2-3 KB a page; pdfTeX manuals here: 7-8 KB), at least
+#: UNKNOWN_DOCUMENT_PAGES: high, so that a long document is not costed as a short one.
+_PDF_BYTES_PER_PAGE = 2_000
+
+_PDF_PAGES = re.compile(rb"/Type\s*/Pages(?![A-Za-z0-9])")
+_PDF_PAGE = re.compile(rb"/Type\s*/Page(?![A-Za-z0-9])")
+_PDF_COUNT = re.compile(rb"/Count\s*(\d+)")
+_PDF_OBJSTM = re.compile(rb"/Type\s*/ObjStm(?![A-Za-z0-9])")
+_PDF_INT = re.compile(rb"/(N|First|Length)\s+(\d+)(?![0-9]|\s+\d+\s+R)")
+
+
+@dataclass(slots=True)
+class _PageTree:
+    """What a scan of PDF bytes found: root /Count values, other node /Count values, leaves."""
+
+    roots: list[int] = field(default_factory=list)
+    nodes: list[int] = field(default_factory=list)
+    leaves: int = 0
+    inflated: int = 0
+    complete: bool = True
+
+    def pages(self, *, whole: bool) -> int | None:
+        if self.roots:
+            return max(*self.roots, self.leaves)
+        if whole and self.complete and (self.nodes or self.leaves):
+            return max(*self.nodes, self.leaves)
+        return None
+
+    def node(self, obj: bytes) -> None:
+        count = _PDF_COUNT.search(obj)
+        if count:
+            (self.nodes if b"/Parent" in obj else self.roots).append(int(count.group(1)))
+
+
+def _scan_pdf(raw: bytes) -> _PageTree:
+    """Page-tree nodes and pages in PDF bytes (a whole file or a slice of one)."""
+    tree = _PageTree(leaves=len(_PDF_PAGE.findall(raw)))
+    for m in _PDF_PAGES.finditer(raw):
+        start = raw.rfind(b"obj", 0, m.start())
+        end = raw.find(b"endobj", m.end())
+        if start >= 3 and raw[start - 3 : start] != b"end" and end >= 0:  # a whole object
+            tree.node(raw[start:end])
+    for m in _PDF_OBJSTM.finditer(raw):
+        _scan_object_stream(raw, m, tree)
+    return tree
+
+
+def _scan_object_stream(raw: bytes, m: re.Match[bytes], tree: _PageTree) -> None:
+    """Inflate the object stream whose dictionary holds ``m`` and count what it holds."""
+    start = raw.rfind(b"obj", 0, m.start())
+    begin = raw.find(b"stream", m.end())
+    if start < 0 or begin < 0:
+        return
+    head = raw[start:begin]
+    ints = {k.decode(): int(v) for k, v in _PDF_INT.findall(head)}
+    if b"/FlateDecode" not in head or head.count(b"Decode") != 1:
+        tree.complete = False  # another filter, a predictor, or a filter chain: not read here
+        return
+    begin += 6
+    begin += 2 if raw[begin : begin + 2] == b"\r\n" else 1
+    stop = begin + ints["Length"] if "Length" in ints else raw.find(b"endstream", begin)
+    if stop < begin or stop > len(raw) or "N" not in ints or "First" not in ints:
+        tree.complete = False  # cut off (a slice of the file) or not a valid object stream
+        return
+    room = _PDF_INFLATE_LIMIT - tree.inflated
+    try:
+        body = zlib.decompressobj().decompress(raw[begin:stop], room) if room > 0 else b""
+    except zlib.error:
+        tree.complete = False  # encrypted, or damaged
+        return
+    tree.inflated += len(body)
+    if not body or len(body) >= room:
+        tree.complete = False
+        return
+    first = ints["First"]
+    tree.leaves += len(_PDF_PAGE.findall(body, first))
+    if not _PDF_PAGES.search(body, first):
+        return
+    try:  # the header: object number and offset of each of its N objects
+        offsets = [int(x) for x in body[:first].split()[1 : 2 * ints["N"] : 2]]
+    except ValueError:
+        return
+    for i, offset in enumerate(offsets):
+        end = first + offsets[i + 1] if i + 1 < len(offsets) else len(body)
+        obj = body[first + offset : end]
+        if _PDF_PAGES.search(obj):
+            tree.node(obj)
+
+
+def _pdf_slice(data: str | bytes, start: int, stop: int) -> bytes:
+    """Bytes ``start:stop`` of a PDF given as bytes or base64 (widened to whole 3-byte groups);
+    ``b""`` if the base64 cannot be cut there (line breaks in it)."""
+    if isinstance(data, bytes):
+        return data[start:stop]
+    chars = data[start // 3 * 4 : -(-stop // 3) * 4]
+    if start == 0:  # a prefix can be cut anywhere once line breaks are dropped
+        chars = "".join(chars.split())
+        chars = chars[: len(chars) // 4 * 4]
+    try:
+        return binascii.a2b_base64(chars)
+    except (binascii.Error, ValueError):
+        return b""
+
+
+def _pdf_pages(data: str | bytes, size: int) -> int | None:
+    """The page count of a PDF of ``size`` bytes, or ``None`` if it cannot be read."""
+    if size > 4 * _PDF_WINDOW:
+        ends = _scan_pdf(_pdf_slice(data, 0, _PDF_WINDOW))
+        tail = _scan_pdf(_pdf_slice(data, size - _PDF_WINDOW, size + 3))
+        if ends.roots or tail.roots:
+            return max(*ends.roots, *tail.roots, ends.leaves, tail.leaves)
+        if size > _PDF_SCAN_LIMIT:
+            return None
+    if isinstance(data, bytes):
+        raw = data
+    else:
+        try:
+            raw = base64.b64decode(data)
+        except ValueError:
+            return None
+    return _scan_pdf(raw).pages(whole=True) or _pypdf_pages(raw)
+
+
+def _pypdf_pages(raw: bytes) -> int | None:
+    """The root /Count as pypdf reads it (optional: ``ctxbudget[documents]``), or ``None``."""
+    try:
+        import pypdf
+    except ImportError:
+        return None
+    try:
+        reader = pypdf.PdfReader(io.BytesIO(raw))
+        if reader.is_encrypted:
+            reader.decrypt("")
+        trailer: Any = reader.trailer  # resolves only the objects on the way (lazy)
+        count = int(trailer["/Root"]["/Pages"]["/Count"])
+    except Exception:  # pypdf's errors on a damaged or encrypted file are many kinds
+        return None
+    return count if count > 0 else None
 
 
 def _document_pages(data: str | bytes | None) -> int:
+    """Pages of an inline document: a PDF's page count, else a guess that errs high."""
     if data is None:
         return UNKNOWN_DOCUMENT_PAGES
-    raw = data if isinstance(data, bytes) else _head_bytes(data, limit=1 << 62)
-    pages = len(_PDF_PAGE.findall(raw))
-    return pages or UNKNOWN_DOCUMENT_PAGES
+    if b"%PDF-" not in _pdf_slice(data, 0, 1_024):
+        return UNKNOWN_DOCUMENT_PAGES
+    size = len(data) if isinstance(data, bytes) else len(data) * 3 // 4
+    pages = _pdf_pages(data, size)
+    return pages or max(UNKNOWN_DOCUMENT_PAGES, -(-size // _PDF_BYTES_PER_PAGE))
+
+
+# --------------------------------------------------------------------------- one part
+
+
+def _gemini_resolution(part: Part) -> str | int | None:
+    """A Gemini part's own media resolution: a level (``low`` ... ``ultra_high``), a token
+    count it asks for, or ``None``."""
+    value: Any = part.extra.get("media_resolution", part.extra.get("mediaResolution"))
+    if isinstance(value, Mapping):
+        tokens = value.get("num_tokens", value.get("numTokens"))
+        if isinstance(tokens, int) and tokens > 0:
+            return tokens
+        value = value.get("level")
+    if isinstance(value, str):
+        return value.lower().removeprefix("media_resolution_") or None
+    return None
 
 
 def media_tokens(part: Part, rule: str, count: Counter) -> tuple[int, bool]:
     """(tokens, exact) of an image/document/audio/file part."""
     if part.kind == "image":
+        detail = part.detail
+        if rule.startswith("gemini"):
+            resolution = _gemini_resolution(part)
+            if isinstance(resolution, int):
+                return resolution, True
+            detail = resolution
         size = image_size(_head_bytes(part.data)) if part.data is not None else None
-        if size is None:
-            return image_tokens(None, None, rule, part.detail), part.detail == "low"
-        return image_tokens(size[0], size[1], rule, part.detail), True
+        if size is None:  # exact only if the rule's cost does not depend on the size
+            tokens = image_tokens(None, None, rule, detail)
+            return tokens, tokens == image_tokens(1, 1, rule, detail)
+        return image_tokens(size[0], size[1], rule, detail), True
     if part.kind == "document":
         if part.text and part.data is None:
             return count(part.text), True
@@ -166,7 +535,8 @@ def media_tokens(part: Part, rule: str, count: Counter) -> tuple[int, bool]:
         if part.data is not None and media.startswith("text/"):
             raw = part.data if isinstance(part.data, bytes) else _head_bytes(part.data, 1 << 62)
             return count(raw.decode("utf-8", "replace")), True
-        return _document_pages(part.data) * DOCUMENT_PAGE_TOKENS.get(rule, 3_000), False
+        per_page = DOCUMENT_PAGE_TOKENS.get(_provider(rule), 3_000)
+        return _document_pages(part.data) * per_page, False
     # audio and other files: about one token per KB of encoded data, at least 100
     nbytes = len(part.data) * 3 // 4 if isinstance(part.data, str) else len(part.data or b"")
     return max(100, nbytes // 1_000), False
