@@ -487,3 +487,29 @@ def test_the_latest_request_survives_condensing_summaries() -> None:
         summaries = [m["content"] for m in history if str(m["content"]).startswith(SUMMARY_MARKER)]
         assert any(request in s for s in summaries), f"lost at compaction {round_ + 1}"
     assert max(levels) >= 2  # a condensing compaction happened
+
+
+def test_a_history_many_windows_long_is_reduced_in_few_tries(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # One unit was left out per try, each try estimating the whole transcript again: a history
+    # of 4,000 messages over a 16k window took over a thousand tries (quadratic; 72 s at 16k
+    # messages and 128k). The request that goes out still fills the window.
+    compact_module = importlib.import_module("ctxbudget.compact")
+    built: list[int] = []
+    real = compact_module.build_prompt
+
+    def counting(*args: Any, **kwargs: Any) -> str:
+        built.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(compact_module, "build_prompt", counting)
+    history = long_chat(turns=2_000, words=60)
+    rec = Recorder()
+    compact(history, rec, window=16_000)
+    ((prompt, max_tokens),) = rec.calls
+    budget = ContextWindowBudget(16_000)
+    used = estimate_request([{"role": "user", "content": prompt}]).total
+    assert len(built) <= 40
+    assert budget.fits(used, max_tokens=max_tokens)
+    assert used >= 0.9 * budget.available(max_tokens)

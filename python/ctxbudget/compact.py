@@ -236,6 +236,7 @@ class _Compaction:
         self.dropped_units = 0
         self.request_at = self._latest_user(first, cut)
         self.request_chars = max_item_chars
+        self._entry_tokens: list[int] | None = None  # of each entry, when first needed
         self.entries = render_messages(
             self.msgs[self.start : cut],
             fmt,
@@ -388,12 +389,29 @@ class _Compaction:
             if self.budget.fits(tokens, max_tokens=cap):
                 self.attempts += 1
                 return prompt, cap
-            if not self._drop(1) and not self._shrink_request():
+            over = tokens - self.budget.available(cap)
+            if not self._drop(self._units_for(over // 2)) and not self._shrink_request():
                 self.fail(
                     f"the summarization request does not fit the window ({tokens:,} tokens "
                     "even with the oldest messages left out)",
                     None,
                 )
+
+    def _units_for(self, tokens: int) -> int:
+        """How many more of the oldest units hold at least ``tokens`` of transcript (at least
+        one): a request far over the window drops that many at once, and the next try only
+        half what is still over, instead of one unit and a whole new estimate at a time
+        (quadratic in a history many windows long)."""
+        if self._entry_tokens is None:
+            self._entry_tokens = [estimate_tokens(e, self.encoding) for e in self.entries]
+        units = self.units
+        count, held = 0, 0
+        for u in range(self.dropped_units, len(units) - 1):
+            held += sum(self._entry_tokens[units[u] - self.start : units[u + 1] - self.start])
+            count += 1
+            if held >= tokens:
+                break
+        return max(1, count)
 
     def _drop(self, count: int) -> bool:
         """Leave ``count`` more units out; False when none would be left."""
