@@ -352,6 +352,10 @@ def _marker(first: int, last: int, lines: int, chars: int, tokens: int, whole_li
     )
 
 
+#: Slices of at least this many bytes are estimated on all cores.
+_PARALLEL_SLICE = 1 << 20
+
+
 class _Source:
     """The text being cut: its UTF-8 bytes, estimated in slices without copying."""
 
@@ -367,7 +371,10 @@ class _Source:
         self.bytes_per_token = len(data) / max(total, 1)
 
     def tokens(self, piece: str | memoryview) -> int:
-        return _tokens.estimate_tokens(piece, self.encoding)
+        # Large slices on every core (the same count: cut where every tokenizer starts a
+        # piece); a budget near the whole output probes slices near its size.
+        parallel = len(piece) >= _PARALLEL_SLICE
+        return _tokens.estimate_tokens(piece, self.encoding, parallel=parallel)
 
     def head(self, size: int) -> int:
         """Tokens of the first ``size`` bytes."""
