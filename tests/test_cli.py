@@ -13,13 +13,20 @@ from ctxbudget import estimate_tokens
 from ctxbudget.cli import main
 
 
-def run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+def run(
+    *args: str, stdin: bytes | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
         [sys.executable, "-m", "ctxbudget.cli", *args],
         input=stdin,
         capture_output=True,
         check=False,
+        env=env,
     )
+
+
+#: The environment of a process whose stdout takes ASCII only.
+ASCII_OUT = {**os.environ, "PYTHONIOENCODING": "ascii"}
 
 
 def test_counts_files_and_total(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -180,11 +187,7 @@ def test_inspect_reports_a_bad_request_without_a_traceback(tmp_path: Path, body:
 def test_a_file_name_the_output_cannot_encode(tmp_path: Path) -> None:
     name = tmp_path / "caf\u00e9.txt"
     name.write_text("hello world\n")
-    env = {**os.environ, "PYTHONIOENCODING": "ascii"}
-    done = subprocess.run(
-        [sys.executable, "-m", "ctxbudget.cli", "count", str(name)],
-        capture_output=True, check=False, env=env,
-    )  # fmt: skip
+    done = run("count", str(name), env=ASCII_OUT)
     assert done.returncode == 0, done.stderr
     assert b"caf\\xe9.txt" in done.stdout
 
@@ -603,10 +606,6 @@ def test_report_docstring_examples() -> None:
 def test_inspect_previews_text_the_output_cannot_encode(tmp_path: Path) -> None:
     path = tmp_path / "cafe.json"
     path.write_text(json.dumps([{"role": "user", "content": "un caf\u00e9, s'il vous pla\u00eet"}]))
-    env = {**os.environ, "PYTHONIOENCODING": "ascii"}
-    done = subprocess.run(
-        [sys.executable, "-m", "ctxbudget.cli", "inspect", str(path)],
-        capture_output=True, check=False, env=env,
-    )  # fmt: skip
+    done = run("inspect", str(path), env=ASCII_OUT)
     assert done.returncode == 0, done.stderr
     assert b"un caf\\xe9, s'il vous pla\\xeet" in done.stdout
