@@ -184,7 +184,7 @@ fn alike_steps(b: &[u8], i: usize, step: usize) -> usize {
         return 0;
     }
     let width = next_char(b, i) - i;
-    if step % width != 0 {
+    if !step.is_multiple_of(width) {
         return 0;
     }
     let c = &b[i..i + width];
