@@ -352,3 +352,22 @@ def test_a_langchain_message_of_several_results_counts_once() -> None:
     tracker = CalibrationTracker("gpt-4o")
     tracker.observe(msgs, {"prompt_tokens": est.total})
     assert tracker.estimate([*msgs, lc.AIMessage("done")]).anchored
+
+
+def test_a_cache_control_key_in_data_is_data() -> None:
+    # Only marks on messages and content blocks are ignored: a tool input that has a key of
+    # that name (an HTTP header, say) changed, and the request is another one.
+    def request(max_age: str) -> list[dict[str, Any]]:
+        call = {"type": "tool_use", "id": "t1", "name": "fetch"}
+        call["input"] = {"headers": {"cache_control": f"max-age={max_age}"}}
+        return [
+            {"role": "user", "content": [{"type": "text", "text": "Fetch it. " * 40}]},
+            {"role": "assistant", "content": [call]},
+        ]
+
+    tracker = CalibrationTracker("claude-sonnet-4-5")
+    first = request("60")
+    tracker.observe(first, {"input_tokens": tracker.estimate(first).raw.total})
+    follow = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1"}]}
+    assert tracker.estimate([*first, follow]).anchored
+    assert not tracker.estimate([*request("90"), follow]).anchored

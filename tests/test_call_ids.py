@@ -4,6 +4,7 @@ is sent, so that the request pairs every call, without touching the caller's his
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -94,15 +95,48 @@ def test_a_new_id_is_one_no_message_has() -> None:
 
 
 def test_a_round_still_open_is_left_as_it_is() -> None:
-    # Called again before its result, or twice in one message: which call a result answers
-    # cannot be told, and the pairing check reports it.
-    again = chat_round("c", "a")[:1] + chat_round("c", "b")
+    # Twice in one message, or again in the same response before a result (Responses items):
+    # which call a result answers cannot be told, and the pairing check reports it.
     twice = copy.deepcopy(chat_round("c", "a"))
     twice[0]["tool_calls"].append(dict(twice[0]["tool_calls"][0]))
-    for history in (again, twice):
-        out = unique_call_ids(history)
+    same_response = responses_round("c", "a")[:1] + responses_round("c", "b")
+    for fmt, history in (("openai_chat", twice), ("openai_responses", same_response)):
+        out = unique_call_ids(history, fmt)
         assert all(a is b for a, b in zip(out, history, strict=True))
-        assert "duplicate_call" in violations(out, "openai_chat")
+        assert "duplicate_call" in violations(out, fmt)
+
+
+@pytest.mark.parametrize("fmt", list(ROUNDS))
+def test_a_round_whose_result_was_lost_is_closed_by_the_next_turn(fmt: str) -> None:
+    # The first call_0 never got its result; the user spoke, and call_0 came again: the guard
+    # raised duplicate_call. Renamed, the lost call is given a result like any other.
+    history: list[Any] = [{"role": "user", "content": "go"}, ROUNDS[fmt]("call_0", "a")[0]]
+    history += [{"role": "user", "content": "again"}, *ROUNDS[fmt]("call_0", "b")]
+    history += [{"role": "user", "content": "ok?"}]
+    assert ids(unique_call_ids(history, fmt), fmt) == ["call_0", "call_0_2", "call_0_2"]
+    sent = ContextGuard("gpt-4o", window=16_000).send(_send([]), history).request.messages
+    assert violations(sent, fmt) == []
+    assert ids(sent, fmt).count("call_0") == 2  # the lost call and the result it was given
+
+
+def test_compaction_cuts_between_rounds_of_a_reused_id() -> None:
+    # Every call_0 seemed one pair from its first call to its last result: no cut inside it,
+    # so compaction could not run and the guard refused the request.
+    history: list[Any] = []
+    for n in range(30):  # long turns, small outputs: pruning cannot make room
+        history.append({"role": "user", "content": f"question {n}: " + "lorem ipsum " * 200})
+        history += chat_round("call_0", "ok")
+        history.append({"role": "assistant", "content": "answer: " + "dolor sit amet " * 150})
+    history += [{"role": "user", "content": "sum it up"}]
+    calls: list[str] = []
+
+    def summarize(prompt: str, max_tokens: int) -> str:
+        calls.append(prompt)
+        return "## Goal\nList files.\n## Next steps\nSum up."
+
+    guard = ContextGuard("gpt-4o", window=16_000, summarize=summarize)
+    sent = guard.send(_send([]), history).request.messages
+    assert len(calls) == 1 and violations(sent, "openai_chat") == []
 
 
 def test_gemini_contents_are_left_alone() -> None:
@@ -146,3 +180,38 @@ def test_a_guard_sends_a_history_whose_ids_repeat(fmt: str) -> None:
         a is b
         for a, b in zip(first.request.messages, second.request.messages[:shared], strict=True)
     )
+
+
+def test_renaming_changes_the_ids_and_nothing_else() -> None:
+    # A renamed message went through the format converter: a Responses custom output became
+    # a function_call_output, a Chat tool message lost its name.
+    custom = [
+        {"type": "custom_tool_call", "call_id": "c", "name": "patch", "input": "*** Begin"},
+        {"type": "custom_tool_call_output", "call_id": "c", "output": "ok"},
+    ]
+    chat = [*chat_round("c", "a"), {"role": "user", "content": "more"}, *chat_round("c", "b")]
+    chat[-1]["name"] = "ls"
+    for fmt, history in (("openai_responses", custom + custom), ("openai_chat", chat)):
+        out = unique_call_ids(history, fmt)
+        for before, after in zip(history, out, strict=True):
+            if after is before:
+                continue
+            flat_before, flat_after = json.dumps(before), json.dumps(after)
+            assert flat_after == flat_before.replace('"c"', '"c_2"'), fmt
+
+
+def test_a_renamed_message_follows_the_callers_edits() -> None:
+    # The renamed copy was kept while the message's content field stayed the same object:
+    # a replaced tool_calls list was not sent.
+    history: list[Any] = [{"role": "user", "content": "go"}]
+    history += [*chat_round("call_0", "a"), *chat_round("call_0", "b")]
+    guard = ContextGuard("gpt-4o", window=16_000)
+    guard.send(_send([]), history)
+    fn = {"name": "cat", "arguments": '{"path": "x"}'}
+    history[3]["tool_calls"] = [{"id": "call_0", "type": "function", "function": fn}]
+    sent = guard.send(_send([]), history).request.messages
+    assert sent[3]["tool_calls"][0]["function"] == fn
+    assert sent[3]["tool_calls"][0]["id"] == "call_0_2"
+    history[3]["tool_calls"][0]["function"]["name"] = "grep"  # nested, in place
+    guard.invalidate(history[3])
+    assert guard.send(_send([]), history).request.messages[3]["tool_calls"][0]["function"] == fn

@@ -108,13 +108,25 @@ def _same_but_cache_marks(now: list[Any], then: list[Any]) -> bool:
     )
 
 
-def _without_cache_marks(value: Any) -> Any:
-    """``value`` (plain dicts and lists) without its ``cache_control`` fields, at any depth."""
-    if isinstance(value, Mapping):
-        return {k: _without_cache_marks(v) for k, v in value.items() if k != "cache_control"}
-    if isinstance(value, list | tuple):
-        return [_without_cache_marks(v) for v in value]
-    return value
+def _without_cache_marks(message: Any) -> Any:
+    """A message dict without the ``cache_control`` marks of the message and its content
+    blocks (those in a tool result's content too); data elsewhere (a tool's input, a
+    result's text) is compared as it is."""
+    if not isinstance(message, Mapping):
+        return message
+    out = {k: v for k, v in message.items() if k != "cache_control"}
+    if isinstance(out.get("content"), list):
+        out["content"] = [_block_without_cache_mark(b) for b in out["content"]]
+    return out
+
+
+def _block_without_cache_mark(block: Any) -> Any:
+    if not isinstance(block, Mapping):
+        return block
+    out = {k: v for k, v in block.items() if k != "cache_control"}
+    if out.get("type") == "tool_result" and isinstance(out.get("content"), list):
+        out["content"] = [_block_without_cache_mark(b) for b in out["content"]]
+    return out
 
 
 def _inner_usage(response: Any) -> Any:

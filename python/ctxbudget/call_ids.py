@@ -4,30 +4,30 @@ Some models number their tool calls per response (``search_web:0``, ``call_0``):
 comes back in every round of an agent loop. Each round is paired on its own (the call, then its
 result), but providers that check ids across the whole request refuse it ("Duplicate value for
 'tool_call_id'", "Duplicate function_call_output for call_id"), and ctxbudget's pairing check
-(SPEC G2) reports a ``duplicate_call``. :func:`unique_call_ids` gives every later round of an id
-a new one (``call_0_2``, ``call_0_3``, ...: the id with a suffix no other id in the list has),
-in its calls and in their results; the first round keeps its id.
+(SPEC G2) reports a ``duplicate_call``; pruning and compaction, which pair calls by id, cannot
+tell the rounds apart either. :func:`unique_call_ids` gives every later round of an id a new
+one (``call_0_2``, ``call_0_3``, ...: the id with a suffix no other id in the list has), in its
+calls and in their results; the first round keeps its id.
 
-Only rounds that are already closed are renamed: an id called again before its earlier call
-has a result, or twice in one message, stays as it is (which call a result answers cannot be
-told), and the pairing check reports it. Gemini contents are left alone: Gemini pairs calls and
+Only rounds that are already closed are renamed: those with a result, and those of an earlier
+turn (their result was lost; the guard gives them one). An id called twice in one message, or
+again in the same turn before its result, stays as it is (which call a result answers cannot
+be told), and the pairing check reports it. Gemini contents are left alone: Gemini pairs calls and
 responses turn by turn, not by id.
 
-The caller's messages are never modified: a renamed message is a new one (the same format,
-written by :func:`ctxbudget.messages.convert_messages`); the others are the caller's own
-objects.
+The caller's messages are never modified: a renamed message is a shallow copy with new id
+fields (and new copies of the blocks or calls that hold them); everything else in it is the
+caller's own, and the other messages are the caller's objects.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
-from ctxbudget.formats.model import Message
-from ctxbudget.messages import FORMATS, convert_messages, detect_format, normalize_messages
-from ctxbudget.stubs import results_ref
-from ctxbudget.turns import MessageInfo, scan
+from ctxbudget.formats.common import as_mapping
+from ctxbudget.messages import FORMATS, detect_format
+from ctxbudget.turns import MessageInfo, ScanCache
 
 __all__ = ["CallIdRenamer", "unique_call_ids"]
 
@@ -35,101 +35,217 @@ __all__ = ["CallIdRenamer", "unique_call_ids"]
 Renames = dict[str, str]
 
 
-def plan_renames(infos: Sequence[MessageInfo]) -> dict[int, Renames]:
-    """The new ids of the calls and results of reused ids, by message index (empty when no
-    id is reused after its round closed)."""
-    taken = {cid for info in infos for cid, _ in info.calls if cid is not None}
-    taken |= {cid for info in infos for cid, _, _ in info.results if cid is not None}
-    rounds: dict[str, _Round] = {}
-    plan: dict[int, Renames] = {}
-    for i, info in enumerate(infos):
+class _Round:
+    """The current round of a call id: the id it is sent under, whether it has a result, and
+    the turn it was called in (see :attr:`_Plan.turn`)."""
+
+    __slots__ = ("answered", "count", "name", "original", "turn")
+
+    def __init__(self, original: str, turn: int, name: str | None = None, count: int = 1) -> None:
+        self.original, self.name, self.count = original, name or original, count
+        self.turn = turn
+        self.answered = False
+
+
+class _Plan:
+    """The renames of a list of messages, read message by message (so that a list that grew
+    is read from where the last one ended)."""
+
+    def __init__(self, fmt: str, taken: set[str]) -> None:
+        self.read = 0  # messages read
+        self.taken = taken  # every id of the list, and those made
+        self.made: set[str] = set()
+        self.rounds: dict[str, _Round] = {}
+        self.renames: dict[int, Renames] = {}
+        # Turns seen: a user message, a text reply, or (where one message holds all of a
+        # response's calls) any model message starts one; a call left without a result in
+        # an earlier turn was lost, and its id may be called anew.
+        self.turn = 0
+        self.calls_close = fmt in ("openai_chat", "anthropic")
+
+    def feed(self, i: int, info: MessageInfo) -> None:
+        if info.kind == "user" or (
+            info.kind == "assistant" and (self.calls_close or not (info.calls or info.reasoning))
+        ):
+            self.turn += 1
         ids = [cid for cid, _ in info.calls if cid is not None]
         for cid in ids:
-            current = rounds.get(cid)
+            current = self.rounds.get(cid)
             if current is None:
-                rounds[cid] = _Round(cid)
-            elif current.answered and ids.count(cid) == 1:
-                rounds[cid] = new = current.next(taken)
-                plan.setdefault(i, {})[cid] = new.name
+                self.rounds[cid] = _Round(cid, self.turn)
+            elif (current.answered or current.turn < self.turn) and ids.count(cid) == 1:
+                self.rounds[cid] = new = self._next(current)
+                self.renames.setdefault(i, {})[cid] = new.name
             else:
                 current.answered = False  # still open: results after it stay ambiguous
         for rid, _, _ in info.results:
-            answered = rounds.get(rid) if rid is not None else None
+            answered = self.rounds.get(rid) if rid is not None else None
             if rid is None or answered is None:
                 continue
             if answered.name != rid:
-                plan.setdefault(i, {})[rid] = answered.name
+                self.renames.setdefault(i, {})[rid] = answered.name
             answered.answered = True
-    return plan
+        self.read = i + 1
 
-
-class _Round:
-    """The current round of a call id: the id it is sent under, whether it has a result."""
-
-    __slots__ = ("answered", "count", "name", "original")
-
-    def __init__(self, original: str, name: str | None = None, count: int = 1) -> None:
-        self.original, self.name, self.count = original, name or original, count
-        self.answered = False
-
-    def next(self, taken: set[str]) -> _Round:
-        """The next round, under an id no message of the list has (added to ``taken``)."""
-        count = self.count + 1
-        while f"{self.original}_{count}" in taken:
+    def _next(self, current: _Round) -> _Round:
+        """The next round of ``current``'s id, under an id no message of the list has."""
+        count = current.count + 1
+        while f"{current.original}_{count}" in self.taken:
             count += 1
-        name = f"{self.original}_{count}"
-        taken.add(name)
-        return _Round(self.original, name, count)
+        name = f"{current.original}_{count}"
+        self.taken.add(name)
+        self.made.add(name)
+        return _Round(current.original, self.turn, name, count)
 
 
-def renamed(message: Any, fmt: str, renames: Renames) -> Any:
-    """``message`` (not modified) with the call ids of its calls and results renamed."""
-    (normalized,) = normalize_messages([message], fmt)
-    parts = tuple(
-        replace(p, call_id=renames[p.call_id])
-        if p.kind in ("tool_call", "tool_result") and p.call_id in renames
-        else p
-        for p in normalized.parts
-    )
-    out = convert_messages([replace(normalized, parts=parts)], fmt).messages
-    if len(out) != 1:  # pragma: no cover - a same-format message is written as one
-        raise AssertionError(f"a {fmt} message was written as {len(out)}")
-    return out[0]
+def _ids(infos: Sequence[MessageInfo]) -> set[str]:
+    calls = {cid for info in infos for cid, _ in info.calls if cid is not None}
+    return calls | {rid for info in infos for rid, _, _ in info.results if rid is not None}
+
+
+def plan_renames(infos: Sequence[MessageInfo], fmt: str) -> dict[int, Renames]:
+    """The new ids of the calls and results of reused ids, by message index (empty when no
+    id is reused after its round closed)."""
+    plan = _Plan(fmt, _ids(infos))
+    for i, info in enumerate(infos):
+        plan.feed(i, info)
+    return plan.renames
+
+
+def renamed(message: Any, fmt: str, renames: Renames) -> dict[str, Any]:
+    """``message`` (not modified) with the ids of its calls and results renamed: a shallow
+    copy (an SDK object's fields), with new copies of the calls or blocks that hold them."""
+    m = dict(as_mapping(message) or {})
+    if fmt == "openai_chat":
+        m = _with_id(m, "tool_call_id", renames)
+        calls = m.get("tool_calls")
+        if isinstance(calls, list):
+            m["tool_calls"] = [_with_id(call, "id", renames) for call in calls]
+    elif fmt == "openai_responses":
+        m = _with_id(m, "call_id", renames)
+    elif fmt == "anthropic":
+        content = m.get("content")
+        if isinstance(content, list):
+            m["content"] = [_anthropic_block(block, renames) for block in content]
+    return m
+
+
+def _with_id(item: Any, key: str, renames: Renames) -> Any:
+    """``item`` with its ``key`` renamed, copied (itself when that id is not renamed)."""
+    fields = as_mapping(item)
+    value = fields.get(key) if fields is not None else None
+    if fields is None or not isinstance(value, str) or value not in renames:
+        return item
+    return {**fields, key: renames[value]}
+
+
+def _anthropic_block(block: Any, renames: Renames) -> Any:
+    fields = as_mapping(block)
+    kind = fields.get("type") if fields is not None else None
+    if kind == "tool_use":
+        return _with_id(block, "id", renames)
+    if kind == "tool_result":
+        return _with_id(block, "tool_use_id", renames)
+    return block
+
+
+def _field_refs(message: Any) -> tuple[Any, ...]:
+    """The objects in the message's fields (its keys too): a replaced field shows as another
+    object there. Nested lists edited in place do not (see :meth:`CallIdRenamer.invalidate`)."""
+    if isinstance(message, Mapping):
+        return (*message.keys(), *message.values())
+    fields = getattr(type(message), "model_fields", None)
+    if fields is not None:
+        return tuple(getattr(message, name, None) for name in fields)
+    return tuple(vars(message).values()) if hasattr(message, "__dict__") else ()
+
+
+def _same_objects(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
 
 
 class CallIdRenamer:
-    """:func:`unique_call_ids` for one conversation sent turn after turn: a renamed message
-    is the same object every turn while its original and its new ids stay the same (the
-    caches keyed on message objects keep working, and the provider's prompt cache sees the
-    same prefix). Not thread-safe: the owner serialises."""
+    """:func:`unique_call_ids` for one conversation sent turn after turn. A list that grew
+    is read from where the last one ended; a renamed message is the same object every turn
+    while its original, the objects in its fields and its new ids stay the same (the caches
+    keyed on message objects keep working, and the provider's prompt cache sees the same
+    prefix). Not thread-safe: the owner serialises."""
 
     def __init__(self) -> None:
-        # id(original) -> (original, its content field, renames, renamed copy)
-        self._made: dict[int, tuple[Any, Any, Renames, Any]] = {}
+        self._scans: dict[str, ScanCache] = {}
+        self._plan: _Plan | None = None
+        # id(original) -> (original, its field objects, renames, renamed copy)
+        self._made: dict[int, tuple[Any, tuple[Any, ...], Renames, Any]] = {}
+        self._out: list[Any] | None = None  # the last list made
 
-    def apply(self, fmt: str, messages: list[Any], infos: Sequence[MessageInfo]) -> list[Any]:
-        """``messages`` (their ``infos`` read by :func:`ctxbudget.turns.scan`) with reused
-        call ids renamed; ``messages`` itself when there are none."""
+    def invalidate(self) -> None:
+        """Forget everything read (after editing a message in place below its fields)."""
+        self._scans, self._plan, self._made, self._out = {}, None, {}, None
+
+    def apply(self, fmt: str, messages: list[Any]) -> list[Any]:
+        """``messages`` with reused call ids renamed; ``messages`` itself when there are none.
+
+        A list that starts with the last one (the same messages, with the same content
+        fields, which hold the ids) keeps that list's copies; the messages after it are
+        checked one by one.
+        """
         if fmt == "gemini":
             return messages
-        plan = plan_renames(infos)
-        if not plan:
-            self._made = {}
+        scans = self._scans.get(fmt)
+        if scans is None:
+            scans = self._scans[fmt] = ScanCache(fmt)
+        infos = scans.scan(messages)
+        before = self._plan
+        plan = self._plan_of(fmt, infos, scans.prefix)
+        if not plan.renames:
+            self._made, self._out = {}, None
             return messages
-        out = list(messages)
-        made: dict[int, tuple[Any, Any, Renames, Any]] = {}
-        for i, renames in plan.items():
-            original = messages[i]
-            ref = results_ref(fmt, original) if isinstance(original, Mapping) else None
-            hit = self._made.get(id(original))
-            if hit is not None and hit[0] is original and hit[1] is ref and hit[2] == renames:
-                copy = hit[3]
-            else:
-                copy = renamed(original, fmt, renames)
-            made[id(original)] = (original, ref, renames, copy)
-            out[i] = copy
-        self._made = made
+        kept = scans.prefix if plan is before and self._out is not None else 0
+        out = [*self._out[:kept], *messages[kept:]] if self._out is not None else list(messages)
+        made = self._made if kept else {}
+        for i, renames in plan.renames.items():
+            if i < kept:
+                continue
+            out[i] = self._copy(fmt, messages[i], renames, made)
+        self._made, self._out = made, out
         return out
+
+    def _copy(
+        self,
+        fmt: str,
+        original: Any,
+        renames: Renames,
+        made: dict[int, tuple[Any, tuple[Any, ...], Renames, Any]],
+    ) -> Any:
+        """The renamed copy of ``original``: the one made before while its fields are the
+        same objects and its renames the same, else a new one (recorded in ``made``)."""
+        refs = _field_refs(original)
+        hit = self._made.get(id(original))
+        if (
+            hit is not None
+            and hit[0] is original
+            and _same_objects(hit[1], refs)
+            and hit[2] == renames
+        ):
+            copy = hit[3]
+        else:
+            copy = renamed(original, fmt, renames)
+        made[id(original)] = (original, refs, renames, copy)
+        return copy
+
+    def _plan_of(self, fmt: str, infos: list[MessageInfo], unchanged: int) -> _Plan:
+        """The plan of ``infos``: the last one read on, when its messages are the first of
+        these unchanged and no new id is one it made; else read from the start."""
+        plan = self._plan
+        new_ids = _ids(infos[plan.read :]) if plan is not None else set()
+        if plan is None or unchanged < plan.read or new_ids & plan.made:
+            plan = _Plan(fmt, _ids(infos))
+        else:
+            plan.taken |= new_ids
+        for i in range(plan.read, len(infos)):
+            plan.feed(i, infos[i])
+        self._plan = plan
+        return plan
 
 
 def unique_call_ids(messages: Sequence[Any], format: str | None = None) -> list[Any]:
@@ -140,7 +256,7 @@ def unique_call_ids(messages: Sequence[Any], format: str | None = None) -> list[
         format: Its format; detected when ``None``.
 
     Returns:
-        A new list: renamed messages are new objects, the others the caller's own.
+        A new list: renamed messages are new dicts, the others the caller's own objects.
 
     >>> def call(i): return {"role": "assistant", "content": None, "tool_calls": [
     ...     {"id": "call_0", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]}
@@ -150,9 +266,7 @@ def unique_call_ids(messages: Sequence[Any], format: str | None = None) -> list[
     ['call_0', 'call_0', 'call_0_2', 'call_0_2']
     """
     msgs = list(messages)
-    if isinstance(messages, Message) or (msgs and all(isinstance(m, Message) for m in msgs)):
-        raise TypeError("pass the messages in their provider format, not Message objects")
     fmt = format or detect_format(msgs)
     if fmt not in FORMATS:
         raise ValueError(f"unknown message format {fmt!r}; expected one of {FORMATS}")
-    return CallIdRenamer().apply(fmt, msgs, scan(msgs, fmt))
+    return CallIdRenamer().apply(fmt, msgs)

@@ -287,6 +287,7 @@ class ContextGuard:
             if self.tracker is not None:
                 self.tracker.invalidate(message)
             self._pruner.invalidate(message)
+            self._ids.invalidate()
             self._scans.clear()
             self._pairing = GrowingPairing()
             self._fits_seen = SeenFits()
@@ -542,7 +543,9 @@ class ContextGuard:
     ) -> Generator[_Step, Any, GuardedRequest]:
         """Steps 1-4: the view of the history that fits, checked; no I/O but compaction."""
         system, tools = call.system, call.tools
-        history = self._memory.apply(call.fmt, call.messages)
+        # reused tool-call ids renamed before anything pairs calls by id (pruning, lost-call
+        # repair, compaction's cuts); the summary memory matches the caller's own objects
+        history = self._ids.apply(call.fmt, self._memory.apply(call.fmt, call.messages))
         room = replace(room or Room(), base=self._available(max_tokens))
         self._pruner.budget = self._pruner_budget(room.lowest, max_tokens)
 
@@ -579,7 +582,7 @@ class ContextGuard:
                 view, est, _ = view_of(compacted)
         if room.over(est) > 0:
             view, est = stub_fresh()
-        view, est = self._paired(call, view, est, max_tokens)
+        self._check_pairing(call.fmt, view)
         self._ratio = est.total / max(1, est.raw.total)
         request = GuardedRequest(view, system, tools, max_tokens, est, 1, reason)
         over = room.over(est)
@@ -709,27 +712,12 @@ class ContextGuard:
         )  # fmt: skip
         return out, made
 
-    def _paired(
-        self, call: _Call, view: list[Any], est: CalibratedEstimate, max_tokens: int | None
-    ) -> tuple[list[Any], CalibratedEstimate]:
-        """``view`` and its estimate, checked to pair every call: tool-call ids reused
-        across rounds (models that number calls per response) are renamed first
-        (:mod:`ctxbudget.call_ids`), and the view re-estimated.
-
-        Raises:
-            PairingError: A call or result that cannot be paired (reading only what changed
-                since the last request).
-        """
-        fmt = call.fmt
+    def _check_pairing(self, fmt: str, view: list[Any]) -> None:
+        """Raise :class:`~ctxbudget.turns.PairingError` unless ``view`` pairs every call
+        (reading only what changed since the last request)."""
         violations = self._pairing.violations(fmt, view)
-        if any(v.kind in ("duplicate_call", "duplicate_result") for v in violations):
-            unique = self._ids.apply(fmt, view, self._scan(fmt, view))
-            if unique is not view:
-                view, violations = unique, self._pairing.violations(fmt, unique)
-                est = self._estimate(view, call.system, call.tools, max_tokens)
         if violations:
             raise PairingError("sending this request", violations)
-        return view, est
 
     # -- state
 
