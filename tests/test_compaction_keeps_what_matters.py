@@ -232,3 +232,26 @@ def test_a_long_task_survives_condensing_summaries() -> None:
         summaries = [str(m["content"]) for m in history if m["role"] == "user"]
         assert any("TASK-START" in s and "TASK-END" in s for s in summaries), round_
     assert max(levels) >= 2  # a condensing compaction happened
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_the_task_survives_a_continue_after_it(fmt: str) -> None:
+    # "task, steps, 'continue', steps": only the latest request ('continue') was kept in a
+    # reduced transcript, and the task went with the oldest steps.
+    task = "Port the parser to the new AST; never touch vendor/. " * 8
+    run = agent_run(30, 400)
+    run[1] = {"role": "user", "content": task}
+    later = agent_run(30, 400)[2:]
+    for m in later:  # ids of their own
+        for call in m.get("tool_calls") or []:
+            call["id"] = "d" + call["id"]
+        if m["role"] == "tool":
+            m["tool_call_id"] = "d" + m["tool_call_id"]
+    history = [*run, {"role": "user", "content": "continue"}, *later]
+    messages, system = in_format(history, fmt)
+    rec = Recorder()
+    result = compact(messages, rec, window=16_000, system=system, format=fmt)
+    (prompt,) = rec.prompts
+    assert result.events[0].dropped > 0  # the transcript was reduced
+    assert "never touch vendor/." in prompt  # the task is still there
+    assert result.fits

@@ -81,6 +81,9 @@ _PROMPT_FRAMING = 16
 #: Longest latest user request copied verbatim into a summary that replaces it, in tokens
 #: (a longer one is clipped to it, start and end kept).
 LATEST_REQUEST_MAX_TOKENS = 2_000
+#: Tokens of the user's earlier messages a reduced transcript keeps, newest first, beside the
+#: latest request: the task an agent was given stays when "continue" came after it.
+EARLIER_REQUESTS_MAX_TOKENS = 2_000
 #: Characters below which the request shown in a reduced transcript is not clipped further.
 _MIN_REQUEST_CHARS = 500
 _REQUEST_HEAD = "\n\nThe user's latest request, verbatim:\n"
@@ -235,6 +238,7 @@ class _Compaction:
         self.units = [c for c in range(first, cut + 1) if safe[c] or c == first]
         self.dropped_units = 0
         self.request_at = self._latest_user(first, cut)
+        self.earlier_requests = self._earlier_users(first, per_message)
         self.request_chars = max_item_chars
         self._entry_tokens: list[int] | None = None  # of each entry, when first needed
         self.entries = render_messages(
@@ -276,6 +280,24 @@ class _Compaction:
             if self.infos[i].kind == "user" and not self.infos[i].summary:
                 return i
         return None
+
+    def _earlier_users(self, first: int, per_message: Sequence[int]) -> list[int]:
+        """The user's messages before the latest request that a reduced transcript keeps
+        too: the newest first, whole, while they add up to at most
+        :data:`EARLIER_REQUESTS_MAX_TOKENS` (in order). A long run ("implement this spec",
+        steps, "continue", steps) keeps its task; a chat of many long questions, its last few."""
+        kept: list[int] = []
+        room = EARLIER_REQUESTS_MAX_TOKENS
+        at = self.request_at if self.request_at is not None else first
+        for i in range(at - 1, first - 1, -1):
+            info = self.infos[i]
+            if info.kind != "user" or info.summary:
+                continue
+            if per_message[i] > room:
+                break
+            room -= per_message[i]
+            kept.append(i)
+        return kept[::-1]
 
     def _latest_request(self) -> str:
         """The user's latest request, verbatim, when compaction replaces it (an agent loop
@@ -340,16 +362,26 @@ class _Compaction:
         return self.units[self.dropped_units] - self.units[0]
 
     def _request_entries(self, dropped: int) -> list[str]:
-        """The entry of the user's latest request when its unit is left out (one
-        entry, clipped to :attr:`request_chars`), else none."""
-        at, first = self.request_at, self.units[0]
+        """The entries of the user's messages kept among the units left out, in order: the
+        earlier ones kept (:meth:`_earlier_users`), whole, then the latest request, clipped
+        to :attr:`request_chars`."""
+        first = self.units[0]
+        out = [
+            self.entries[i - self.start]
+            for i in self.earlier_requests
+            if first <= i < first + dropped
+        ]
+        at = self.request_at
         if at is None or not first <= at < first + dropped:
-            return []
+            return out
         if self.request_chars >= self.max_item_chars:
-            return [self.entries[at - self.start]]
-        return render_messages(
-            [self.msgs[at]], self.fmt, first_index=at, max_item_chars=self.request_chars
-        )
+            return [*out, self.entries[at - self.start]]
+        return [
+            *out,
+            *render_messages(
+                [self.msgs[at]], self.fmt, first_index=at, max_item_chars=self.request_chars
+            ),
+        ]
 
     def _omitted(self) -> int:
         """Messages left out of the transcript."""
@@ -357,9 +389,16 @@ class _Compaction:
         return dropped - len(self._request_entries(dropped))
 
     def _shrink_request(self) -> bool:
-        """Clip the request shown among the left-out messages harder, so that a request
-        too big for the window with it still fits; False when that cannot help."""
-        if not self._request_entries(self._dropped_messages()):
+        """Leave out the oldest earlier user message shown among the left-out ones, else clip
+        the latest request harder, so that a request too big for the window with them still
+        fits; False when that cannot help."""
+        dropped = self._dropped_messages()
+        first = self.units[0]
+        shown = [i for i in self.earlier_requests if first <= i < first + dropped]
+        if shown:
+            self.earlier_requests.remove(shown[0])
+            return True
+        if not self._request_entries(dropped):
             return False
         if self.request_chars <= _MIN_REQUEST_CHARS:
             return False
