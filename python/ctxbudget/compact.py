@@ -23,7 +23,8 @@ modified; kept messages are the caller's own objects.
   untouched and there is no retry loop. A summarization request that would not fit the
   window is first reduced: the oldest messages are left out (whole tool-call pairs at a
   time) until it fits, but never the user's latest request among them (clipped harder if
-  need be); a summarizer that still reports a context overflow (recognised by
+  need be), nor the user's earlier messages up to :data:`EARLIER_REQUESTS_MAX_TOKENS`
+  (newest first; left out first when still too big); a summarizer that still reports a context overflow (recognised by
   :func:`ctxbudget.overflow.classify_overflow`) gets half of what is left, at most
   ``max_attempts`` calls in all.
 - **The user's latest request** is never lost: when the summary replaces it, its text is
