@@ -24,9 +24,9 @@ modified; kept messages are the caller's own objects.
   window is first reduced: the oldest messages are left out (whole tool-call pairs at a
   time) until it fits, but never the user's latest request among them (clipped harder if
   need be), nor the user's earlier messages up to :data:`EARLIER_REQUESTS_MAX_TOKENS`
-  (newest first; left out first when still too big); a summarizer that still reports a context overflow (recognised by
-  :func:`ctxbudget.overflow.classify_overflow`) gets half of what is left, at most
-  ``max_attempts`` calls in all.
+  (newest first; left out first when still too big); a summarizer that still reports a
+  context overflow (recognised by :func:`ctxbudget.overflow.classify_overflow`) gets half
+  of what is left, at most ``max_attempts`` calls in all.
 - **The user's latest request** is never lost: when the summary replaces it, its text is
   copied into the summary verbatim, clipped (start and end kept) to at most
   :data:`LATEST_REQUEST_MAX_TOKENS` and a quarter of what is replaced.
