@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ctxbudget.errors import ContextBudgetError
-from ctxbudget.models import ModelRegistry, model_info
+from ctxbudget.models import ModelRegistry, _check_window, model_info
 from ctxbudget.request import Accuracy, RequestEstimate
 
 __all__ = [
@@ -142,8 +142,7 @@ class ContextWindowBudget:
         default_output: int = DEFAULT_OUTPUT_RESERVE,
         model: str | None = None,
     ) -> None:
-        if window <= 0:
-            raise ValueError(f"window must be positive, got {window}")
+        _check_window(window)
         if max_input is not None and max_input <= 0:
             raise ValueError(f"max_input must be positive, got {max_input}")
         for name, value in (

@@ -55,7 +55,7 @@ from ctxbudget.limits import INPUT_CAP_RULES, Room, StatedLimit
 from ctxbudget.overflow import OverflowInfo, classify_overflow
 from ctxbudget.pairing_cache import GrowingPairing
 from ctxbudget.prune import PruneConfig, Pruner, make_budget
-from ctxbudget.request import RequestEstimate, RequestEstimator
+from ctxbudget.request import RequestEstimate, RequestEstimator, check_max_tokens
 from ctxbudget.summary_memory import SummaryMemory
 from ctxbudget.summary_prompt import largest_summary
 from ctxbudget.turns import PairingError, ScanCache, resolve_ids
@@ -392,6 +392,7 @@ class ContextGuard:
         run_start: bool,
         events: list[ContextEvent],
     ) -> _Flow:
+        check_max_tokens(max_tokens)
         caller = list(messages)
         call = _Call(caller, system, tools, max_tokens, run_start, events, self._format(caller))
         request = yield from self._prepare(call, max_tokens, "proactive", None)

@@ -190,6 +190,8 @@ _AZURE_GPT35 = re.compile(r"^gpt-35(?![a-z0-9])")
 
 def _canonical(name: str) -> str:
     """The spelling the registry and the encoding rules know (see the module docstring)."""
+    if not isinstance(name, str):
+        raise TypeError(f"a model name must be a str, not {type(name).__name__}")
     key = name.strip().lower()
     fine_tuned = _FINE_TUNED.search(key)
     key = fine_tuned.group(1) if fine_tuned else key.rsplit("/", 1)[-1]
@@ -307,8 +309,7 @@ class ModelRegistry:
         for what, value in (("max_output", max_output), ("max_input", max_input)):
             if value is not None and value <= 0:
                 raise ValueError(f"{what} must be positive, got {value}")
-        if window <= 0:
-            raise ValueError(f"window must be positive, got {window}")
+        _check_window(window)
         key = _canonical(name)
         fam = family if family is not None else _hint_family(key)
         info = ModelInfo(key, window, max_output, fam, max_input)
@@ -338,6 +339,14 @@ class ModelRegistry:
 
     def __len__(self) -> int:
         return len(self._models)
+
+
+def _check_window(window: object) -> None:
+    """A context window is a positive ``int`` (not a float, NaN or infinity, nor a bool)."""
+    if isinstance(window, bool) or not isinstance(window, int):
+        raise TypeError(f"window must be an int, not {type(window).__name__}")
+    if window <= 0:
+        raise ValueError(f"window must be positive, got {window}")
 
 
 def _hint_family(key: str) -> str | None:

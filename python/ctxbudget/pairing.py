@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from ctxbudget import _core
 
@@ -59,7 +60,27 @@ def validate_pairing(
     >>> [v.kind for v in validate_pairing([(0, "result", "a"), (1, "call", "a")])]
     ['result_before_call', 'missing_result']
     """
+    events = events if isinstance(events, list | tuple) else list(events)
+    try:
+        found = _core.validate_pairing(events)
+    except UnicodeEncodeError:
+        # An id with a lone surrogate (no UTF-8 form): compared by its escaped form, and
+        # reported as the caller wrote it.
+        written = {_escaped(e[2]): e[2] for e in events if _is_event(e)}
+        escaped = [(e[0], e[1], _escaped(e[2])) if _is_event(e) else e for e in events]
+        found = [
+            (kind, written.get(cid, cid), positions)
+            for kind, cid, positions in _core.validate_pairing(escaped)
+        ]
     return [
         PairingViolation(kind=kind, call_id=call_id, positions=tuple(positions))
-        for kind, call_id, positions in _core.validate_pairing(events)
+        for kind, call_id, positions in found
     ]
+
+
+def _is_event(event: Any) -> bool:
+    return isinstance(event, tuple) and len(event) == 3 and isinstance(event[2], str)
+
+
+def _escaped(call_id: str) -> str:
+    return call_id.encode("utf-8", "backslashreplace").decode()

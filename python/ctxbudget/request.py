@@ -39,7 +39,7 @@ from typing import Any
 
 from ctxbudget._core import DictVersions, unchanged_prefix, weigh_messages
 from ctxbudget.counting import Accuracy, encoding_for_model
-from ctxbudget.formats.common import _genai_to_dict, public_fields
+from ctxbudget.formats.common import _genai_to_dict, _json_problem, public_fields, shown
 from ctxbudget.formats.detect import SeenFits, pick_format
 from ctxbudget.media import (
     UNKNOWN_DOCUMENT_PAGES,
@@ -317,11 +317,11 @@ _CHAT_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "fu
 def _call_fields(call: Any, index: int, path: str) -> tuple[str, str]:
     """Arguments and name of a Chat Completions call ``{"function": {"name", "arguments"}}``."""
     try:
-        fn = call["function"]
-        a, name = fn["arguments"], fn["name"]
+        fn = call["function"] if isinstance(call, Mapping) else None
+        a, name = fn["arguments"], fn["name"]  # type: ignore[index]
         if type(a) is not str or type(name) is not str:
             raise TypeError
-    except (TypeError, KeyError):
+    except (TypeError, KeyError, IndexError):
         field = f"{path}.function" if path else "function_call"
         raise MessageFormatError(
             "expected {'name': str, 'arguments': str}", index, field, "openai_chat"
@@ -336,7 +336,7 @@ def _count_chat_fast(m: Any, index: int, count: Counter, rule: str) -> _Counted 
     content = m.get("content")
     role = m.get("role")
     if type(role) is not str or role not in _CHAT_ROLES:
-        raise MessageFormatError(f"unknown role {role!r}", index, "role", "openai_chat")
+        raise MessageFormatError(f"unknown role {shown(role)}", index, "role", "openai_chat")
     if content is None:
         text = 0
     elif type(content) is str:
@@ -405,6 +405,9 @@ def _count_parts(
         elif kind == "other":
             extra = public_fields(p.extra)
             if extra:
+                problem = _json_problem(extra, strict=False)  # too deep, no UTF-8 form
+                if problem is not None:
+                    raise MessageFormatError(problem[1], None, problem[0] or "content", None)
                 text += count(json.dumps(extra, ensure_ascii=False, default=str))
         else:
             tokens, ex = media_tokens(p, rule, count)
@@ -658,7 +661,7 @@ class RequestEstimator:
             TypeError: ``max_tokens`` is not an ``int`` (or ``None``).
             ValueError: ``max_tokens`` is negative.
         """
-        _check_max_tokens(max_tokens)
+        check_max_tokens(max_tokens)
         with self._lock:
             return self._estimate(messages, system, tools, max_tokens)
 
@@ -984,7 +987,7 @@ def _per_caller_message(counts: Sequence[int], spans: Sequence[int] | None) -> t
     return tuple(out)
 
 
-def _check_max_tokens(max_tokens: object) -> None:
+def check_max_tokens(max_tokens: object) -> None:
     """A request's output cap is ``None`` or a count (a negative one made room for input)."""
     if max_tokens is None:
         return

@@ -60,5 +60,16 @@ def select_largest(
     >>> select_largest([5, 1, 9, 3], 10, protected=[2])
     Selection(indices=[0, 3, 1], freed=9, shortfall=1)
     """
-    indices, freed, shortfall = _core.select_largest(sizes, need, list(protected))
+    protected = list(protected)
+    if any(isinstance(p, int) and not -_INT64 <= p < _INT64 for p in protected):
+        raise ValueError(f"a protected index is out of range for {len(sizes)} items")
+    if isinstance(need, int) and need >= _INT64:
+        # More than any sizes can add up to: every allowed item, short by the rest.
+        indices, freed, _ = _core.select_largest(sizes, _INT64 - 1, protected)
+        return Selection(indices=indices, freed=freed, shortfall=need - freed)
+    indices, freed, shortfall = _core.select_largest(sizes, need, protected)
     return Selection(indices=indices, freed=freed, shortfall=shortfall)
+
+
+#: Beyond what the core's 64-bit integers hold.
+_INT64 = 1 << 63

@@ -149,7 +149,7 @@ def _scan_chat(m: Mapping[str, Any]) -> MessageInfo:
             return _ASSISTANT
         out = []
         for _, call in _mappings(calls):
-            fn = call.get("function") or call.get("custom") or {}
+            fn = _as_mapping(call.get("function") or call.get("custom")) or {}
             out.append((call.get("id"), fn.get("name") or ""))
         return MessageInfo("assistant", calls=tuple(out))
     if role == "tool":

@@ -23,6 +23,7 @@ from ctxbudget.formats.common import (
     _same,
     _signature,
     _Writer,
+    shown,
 )
 from ctxbudget.formats.model import Message, Part, PartKind
 
@@ -163,7 +164,7 @@ def _anth_block(r: _Reader, raw: object, path: str) -> Part:
         return Part(
             "other", provider="anthropic", extra=_check_json(r, dict(block), path, strict=False)
         )
-    raise r.fail(f"{path}.type", f"unknown content block type {kind!r}")
+    raise r.fail(f"{path}.type", f"unknown content block type {shown(kind)}")
 
 
 def _read_anthropic(message: object, index: int) -> Message:
@@ -171,7 +172,7 @@ def _read_anthropic(message: object, index: int) -> Message:
     m = r.mapping(message, "")
     role = m.get("role")
     if role not in ("user", "assistant"):
-        raise r.fail("role", f"expected 'user' or 'assistant', got {role!r}")
+        raise r.fail("role", f"expected 'user' or 'assistant', got {shown(role)}")
     parts, style = _read_content(r, m.get("content"), "content", _anth_block)
     return Message(
         role=role,

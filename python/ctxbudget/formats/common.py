@@ -8,6 +8,7 @@ URLs, base64, tool-call arguments, made-up call ids, google-genai objects).
 from __future__ import annotations
 
 import json
+import reprlib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -103,6 +104,16 @@ def _rest(obj: Mapping[str, Any], known: Iterable[str]) -> dict[str, Any]:
 
 def _same(part: Part | Message, fmt: str) -> bool:
     return part.provider == fmt
+
+
+_SHOWN = reprlib.Repr()
+_SHOWN.maxlevel, _SHOWN.maxstring, _SHOWN.maxother = 3, 80, 80
+
+
+def shown(value: Any) -> str:
+    """``repr(value)`` cut short, for an error message: a 10 MB string or a value nested
+    10,000 deep in the wrong field must not make the message (or its making) blow up."""
+    return _SHOWN.repr(value)
 
 
 def public_fields(extra: Mapping[Any, Any]) -> dict[Any, Any]:

@@ -25,6 +25,7 @@ from ctxbudget.formats.common import (
     _too_deep,
     _Writer,
     public_fields,
+    shown,
 )
 from ctxbudget.formats.model import Message, Part, PartKind
 
@@ -180,7 +181,7 @@ def _read_gemini(content: object, index: int) -> Message:
     m = r.mapping(_genai_to_dict(content), "")
     role = m.get("role", "user")
     if role not in ("user", "model", "function"):
-        raise r.fail("role", f"expected 'user' or 'model', got {role!r}")
+        raise r.fail("role", f"expected 'user' or 'model', got {shown(role)}")
     items = r.list_(m.get("parts"), "parts")
     parts = tuple(_gem_part(r, b, f"parts[{i}]") for i, b in enumerate(items))
     return Message(

@@ -25,6 +25,7 @@ from ctxbudget.formats.common import (
     _same,
     _signature,
     _Writer,
+    shown,
 )
 from ctxbudget.formats.model import Message, Part
 
@@ -74,7 +75,7 @@ def _chat_part(r: _Reader, raw: object, path: str) -> Part:
         )
     if kind == "refusal":
         return Part("text", text=r.str_(block, "refusal", f"{path}."), extra={"_refusal": True})
-    raise r.fail(f"{path}.type", f"unknown content part type {kind!r}")
+    raise r.fail(f"{path}.type", f"unknown content part type {shown(kind)}")
 
 
 def _chat_call(r: _Reader, raw: object, path: str) -> Part:
@@ -114,7 +115,7 @@ def _read_chat(message: object, index: int) -> Message:
     m = r.mapping(message, "")
     role = m.get("role")
     if not isinstance(role, str) or role not in _CHAT_ROLES:
-        raise r.fail("role", f"expected one of {sorted(_CHAT_ROLES)}, got {role!r}")
+        raise r.fail("role", f"expected one of {sorted(_CHAT_ROLES)}, got {shown(role)}")
     if "content" in m:
         parts, style = _chat_content(r, m["content"], "content")
     else:

@@ -25,6 +25,7 @@ from ctxbudget.formats.common import (
     _same,
     _signature,
     _Writer,
+    shown,
 )
 from ctxbudget.formats.model import Message, Part
 
@@ -101,7 +102,7 @@ def _resp_part(r: _Reader, raw: object, path: str) -> Part:
         audio = r.mapping(block.get("input_audio"), f"{path}.input_audio")
         data = r.str_(audio, "data", f"{path}.input_audio.", required=False)
         return Part("audio", data=data, media_type=f"audio/{audio.get('format')}")
-    raise r.fail(f"{path}.type", f"unknown content part type {kind!r}")
+    raise r.fail(f"{path}.type", f"unknown content part type {shown(kind)}")
 
 
 def _read_responses(item: object, index: int) -> Message:
@@ -111,7 +112,7 @@ def _read_responses(item: object, index: int) -> Message:
     if kind is None or kind == "message":
         role = m.get("role")
         if role not in ("system", "developer", "user", "assistant"):
-            raise r.fail("role", f"expected system/developer/user/assistant, got {role!r}")
+            raise r.fail("role", f"expected system/developer/user/assistant, got {shown(role)}")
         parts, style = _read_content(r, m.get("content"), "content", _resp_part)
         return Message(
             role=role,
@@ -174,7 +175,7 @@ def _read_responses(item: object, index: int) -> Message:
             extra=_check_json(r, dict(m), "", strict=False),
         )
         return Message("assistant", (part,), provider="openai_responses", source=item)
-    raise r.fail("type", f"unknown input item type {kind!r}")
+    raise r.fail("type", f"unknown input item type {shown(kind)}")
 
 
 def _merge_items(messages: list[Message]) -> list[Message]:
