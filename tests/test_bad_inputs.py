@@ -122,3 +122,19 @@ def test_arguments_of_the_wrong_kind_are_named(
 def test_a_need_beyond_64_bits_selects_everything() -> None:
     chosen = select_largest([1, 2], 2**63)
     assert chosen.indices == [1, 0] and chosen.shortfall == 2**63 - 3
+
+
+@pytest.mark.parametrize(
+    ("fields", "error"),
+    [
+        ({"head_lines": 2**100}, ValueError),
+        ({"threshold": float("nan")}, TypeError),
+        ({"head_chars": True}, TypeError),
+    ],
+)
+def test_prune_config_numbers_are_checked(fields: dict[str, Any], error: type[Exception]) -> None:
+    # head_lines=2**100 failed later with OverflowError; a NaN threshold passed silently.
+    from ctxbudget.prune import PruneConfig
+
+    with pytest.raises(error):
+        PruneConfig(**fields)

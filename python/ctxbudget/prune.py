@@ -125,6 +125,15 @@ class PruneConfig:
     head_lines: int = 4
 
     def __post_init__(self) -> None:
+        for name in ("tail_min", "tail_max", "min_turns", "min_output_tokens", "head_chars",
+                     "head_lines", "threshold"):  # fmt: skip
+            value = getattr(self, name)
+            if value is None and name == "threshold":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+            if not 0 <= value < 1 << 62:
+                raise ValueError(f"{name} must be within [0, 2**62), got {value}")
         if not 0 <= self.tail_fraction <= 1:
             raise ValueError("tail_fraction must be within [0, 1]")
         if not 0 <= self.tail_min <= self.tail_max:
