@@ -103,15 +103,6 @@ def _ids(infos: Sequence[MessageInfo]) -> set[str]:
     return calls | {rid for info in infos for rid, _, _ in info.results if rid is not None}
 
 
-def plan_renames(infos: Sequence[MessageInfo], fmt: str) -> dict[int, Renames]:
-    """The new ids of the calls and results of reused ids, by message index (empty when no
-    id is reused after its round closed)."""
-    plan = _Plan(fmt, _ids(infos))
-    for i, info in enumerate(infos):
-        plan.feed(i, info)
-    return plan.renames
-
-
 def renamed(message: Any, fmt: str, renames: Renames) -> dict[str, Any]:
     """``message`` (not modified) with the ids of its calls and results renamed: a shallow
     copy (an SDK object's fields), with new copies of the calls or blocks that hold them."""
@@ -201,7 +192,7 @@ class CallIdRenamer:
             self._made, self._out = {}, None
             return messages
         kept = scans.prefix if plan is before and self._out is not None else 0
-        out = [*self._out[:kept], *messages[kept:]] if self._out is not None else list(messages)
+        out = [*self._out[:kept], *messages[kept:]] if kept and self._out else list(messages)
         made = self._made if kept else {}
         for i, renames in plan.renames.items():
             if i < kept:

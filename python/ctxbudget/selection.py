@@ -30,6 +30,10 @@ class Selection:
     shortfall: int
 
 
+#: Beyond what the core's 64-bit integers hold.
+_INT64 = 1 << 63
+
+
 def select_largest(
     sizes: Sequence[int] | npt.NDArray[np.int64],
     need: int,
@@ -69,7 +73,3 @@ def select_largest(
         return Selection(indices=indices, freed=freed, shortfall=need - freed)
     indices, freed, shortfall = _core.select_largest(sizes, need, protected)
     return Selection(indices=indices, freed=freed, shortfall=shortfall)
-
-
-#: Beyond what the core's 64-bit integers hold.
-_INT64 = 1 << 63
