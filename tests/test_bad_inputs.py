@@ -138,3 +138,21 @@ def test_prune_config_numbers_are_checked(fields: dict[str, Any], error: type[Ex
 
     with pytest.raises(error):
         PruneConfig(**fields)
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        {"type": "image", "source": _deep(10_000)},  # too deep to write as JSON
+        {"type": "server_tool_use", "input": {"q": "\udc80"}},  # no UTF-8 form
+    ],
+)
+def test_a_bad_block_kept_as_it_is_names_its_message(block: dict[str, Any]) -> None:
+    messages = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": [block]},
+    ]
+    with pytest.raises(MessageFormatError, match=r"^message 2, ") as caught:
+        estimate_request(messages, format="anthropic")
+    assert caught.value.index == 2

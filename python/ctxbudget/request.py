@@ -634,6 +634,11 @@ class RequestEstimator:
                 _surrogate_field(m),
                 fmt,
             ) from e
+        except MessageFormatError as e:
+            if e.index is not None:
+                raise
+            # Found below the message (a block kept as it is): name the message it is in.
+            raise MessageFormatError(e.reason, index, e.field, fmt) from e
         return counted
 
     def _weigh(self, counted: _Counted) -> _Weighed:

@@ -29,6 +29,8 @@ class MessageFormatError(ValueError):
             definition (``None`` for a request-level problem).
         field: The offending field, as a path (``"content[1].image_url"``, ``"tools[0].name"``).
         format: The format being read or written.
+        reason: What is wrong, without the position (the message's last part).
+        item: What ``index`` counts (``"message"``, ``"tool"``, ...).
     """
 
     __module__ = "ctxbudget.messages"  # the public name, as tracebacks show it
@@ -38,9 +40,23 @@ class MessageFormatError(ValueError):
     ) -> None:
         where = f"{item} {index}" if index is not None else "request"
         super().__init__(f"{where}, field {field!r}: {message}")
+        self.reason = message
         self.index = index
         self.field = field
         self.format = fmt
+        self.item = item
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The default pickling calls ``cls(*args)`` with the one formatted message, which this
+        # signature refuses: a worker process's error would fail to reach its parent.
+        fields = (self.reason, self.index, self.field, self.format, self.item)
+        return (_rebuild_format_error, fields)
+
+
+def _rebuild_format_error(
+    reason: str, index: int | None, field: str, fmt: str | None, item: str
+) -> MessageFormatError:
+    return MessageFormatError(reason, index, field, fmt, item=item)
 
 
 @dataclass(frozen=True, slots=True)
