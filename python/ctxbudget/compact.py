@@ -16,7 +16,8 @@ modified; kept messages are the caller's own objects.
   ``<transcript>`` tags, then structured instructions with a word budget) and the output cap.
 - **Hierarchy** (SPEC E2): a new summary covers the messages since the last one; earlier
   summaries stay as they are until there are ``max_summaries`` (3) of them, then the next
-  compaction condenses them all, with the new messages, into one summary a level higher.
+  compaction condenses them all, with the new messages, into one summary a level higher
+  (shown to the summarizer whole, clipped only when the request cannot fit otherwise).
 - **Progress or explicit failure** (SPEC E3): an empty summary, a summary not smaller than
   what it replaces, a summarizer that raises, or nothing to compact raise
   :class:`CompactionError` (the summarizer's exception chained); the caller's history is
@@ -60,6 +61,7 @@ from ctxbudget.summary_prompt import (
 )
 from ctxbudget.tokens import estimate_tokens
 from ctxbudget.turns import (
+    MessageInfo,
     PairingError,
     check_pairing,
     first_text,
@@ -207,7 +209,7 @@ class _Compaction:
             suffix[i] = suffix[i + 1] + per_message[i]
         # never cut inside the earlier summaries: they are all summarized or all kept
         n_prior = prior - head
-        cuts = [c for c in range(prior + 1, n) if safe[c]]
+        cuts = [c for c in range(_first_new(self.infos, prior) + 1, n) if safe[c]]
         if cuts:
             cut = next((c for c in cuts if suffix[c] <= keep), cuts[-1])
         else:  # nothing new before the last message: condense the summaries, if several
@@ -242,6 +244,7 @@ class _Compaction:
         self.earlier_requests = self._earlier_users(first, per_message)
         self.request_chars = max_item_chars
         self._entry_tokens: list[int] | None = None  # of each entry, when first needed
+        self.summaries_clipped = False
         self.entries = render_messages(
             self.msgs[self.start : cut],
             fmt,
@@ -430,7 +433,11 @@ class _Compaction:
                 self.attempts += 1
                 return prompt, cap
             over = tokens - self.budget.available(cap)
-            if not self._drop(self._units_for(over // 2)) and not self._shrink_request():
+            if not (
+                self._drop(self._units_for(over // 2))
+                or self._shrink_request()
+                or self._clip_summaries()
+            ):
                 self.fail(
                     f"the summarization request does not fit the window ({tokens:,} tokens "
                     "even with the oldest messages left out)",
@@ -461,6 +468,25 @@ class _Compaction:
         self.dropped_units += min(count, remaining - 1)
         return True
 
+    def _clip_summaries(self) -> bool:
+        """Show the earlier summaries being condensed clipped to ``max_item_chars`` each: the
+        last resort of a request that does not fit with all else left out (they are shown
+        whole otherwise, see :func:`render_messages`); False when they already are, or when
+        there are none."""
+        skip = self.units[0] - self.start
+        if self.summaries_clipped or not skip:
+            return False
+        self.summaries_clipped = True
+        self.entries[:skip] = render_messages(
+            self.msgs[self.start : self.start + skip],
+            self.fmt,
+            first_index=self.start,
+            max_item_chars=self.max_item_chars,
+            clip_summaries=True,
+        )
+        self._entry_tokens = None
+        return True
+
     def retry_or_fail(self, error: Exception) -> None:
         """After a summarizer error: reduce and return to retry (overflow only), or raise."""
         from ctxbudget.errors import ContextWindowError
@@ -469,7 +495,11 @@ class _Compaction:
         overflow = isinstance(error, ContextWindowError) or classify_overflow(error) is not None
         if overflow and self.attempts < self.max_attempts:
             remaining = len(self.units) - 1 - self.dropped_units
-            if self._drop(max(1, remaining // 2)) or self._shrink_request():
+            if (
+                self._drop(max(1, remaining // 2))
+                or self._shrink_request()
+                or self._clip_summaries()
+            ):
                 return
         self.fail(f"the summarizer raised {type(error).__name__}: {error}", error)
 
@@ -546,6 +576,13 @@ class _Compaction:
             kept=kept,
             level=self.level,
         )
+
+
+def _first_new(infos: Sequence[MessageInfo], prior: int) -> int:
+    """Index of the first message from ``prior`` on that a summary would replace: system
+    messages are kept verbatim, so a cut with only them before it would call the
+    summarizer to replace nothing (``len(infos)`` when there is none)."""
+    return next((i for i in range(prior, len(infos)) if infos[i].kind != "system"), len(infos))
 
 
 def compact(

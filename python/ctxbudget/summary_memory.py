@@ -8,9 +8,10 @@ prompt cache has never seen).
 What the summary replaced is the caller's messages between its leading system messages and
 the recent ones the compaction kept: the leading system messages are always the caller's
 current ones (a system prompt rebuilt every turn does not undo the summary), and the
-replaced messages are recognised as the same objects or equal ones (a history reloaded from
-storage each turn still matches). A history that no longer starts with them (rewound,
-edited, another conversation) drops the memory.
+replaced messages are recognised as equal to what they were when summarized (the same
+objects with the same fields, or equal ones: a history reloaded from storage each turn still
+matches). A history that no longer starts with them (rewound, edited, another conversation)
+drops the memory.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ class SummaryMemory:
         room = min(len(msgs) - lead_in, len(out) - lead_out)
         while kept < room and out[len(out) - 1 - kept] is msgs[len(msgs) - 1 - kept]:
             kept += 1
-        self._replaced = msgs[lead_in : len(msgs) - kept]
+        self._replaced = [_snapshot(m) for m in msgs[lead_in : len(msgs) - kept]]
         self._summary = out[lead_out : len(out) - kept] if self._replaced else []
 
     def apply(self, fmt: str, messages: Sequence[Any]) -> list[Any]:
@@ -60,6 +61,16 @@ class SummaryMemory:
 
     def forget(self) -> None:
         self._replaced, self._summary = [], []
+
+
+def _snapshot(message: Any) -> Any:
+    """What :meth:`SummaryMemory.apply` compares the caller's message with: a shallow copy of
+    a dict, so that a field the caller replaced since (``history[3]["content"] = ...``, an
+    edit the guard notices without ``invalidate``) no longer matches and the summary of the
+    old text is not sent in place of the new one. Its values are the caller's objects, so
+    an unchanged message compares equal at the cost of its keys. Other message objects are
+    kept as they are."""
+    return dict(message) if isinstance(message, dict) else message
 
 
 def _leading_system(fmt: str, msgs: Sequence[Any]) -> int:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -142,13 +143,32 @@ def _part_text(part: Part, names: dict[str, str], max_chars: int) -> str:
     return _media(part)
 
 
+def _is_summary(message: Message) -> bool:
+    """An earlier summary (a user message whose first text starts with the marker)."""
+    first = message.parts[0] if message.parts else None
+    return (
+        message.role == "user"
+        and first is not None
+        and first.kind == "text"
+        and first.text.startswith(SUMMARY_MARKER)
+    )
+
+
 def render_messages(
-    messages: Sequence[Any], fmt: str, *, first_index: int = 0, max_item_chars: int = 4_000
+    messages: Sequence[Any],
+    fmt: str,
+    *,
+    first_index: int = 0,
+    max_item_chars: int = 4_000,
+    clip_summaries: bool = False,
 ) -> list[str]:
     """One transcript entry per message: ``[index] role: text``, long texts clipped.
 
     Tool outputs and long texts keep their first three quarters and last quarter of
     ``max_item_chars``; attachments are named, not included; earlier summaries are marked.
+    Earlier summaries are shown whole unless ``clip_summaries``: condensing folds them into
+    one, and a summary's middle clipped away would be facts lost for good (they exist
+    nowhere else once summarized).
     """
     normalized: Sequence[Message] = normalize_messages(messages, fmt)
     names: dict[str, str] = {}
@@ -158,7 +178,9 @@ def render_messages(
                 names[p.call_id] = p.name
     entries: list[str] = []
     for offset, message in enumerate(normalized):
-        texts = [t for p in message.parts if (t := _part_text(p, names, max_item_chars))]
+        whole = _is_summary(message) and not clip_summaries
+        chars = sys.maxsize if whole else max_item_chars
+        texts = [t for p in message.parts if (t := _part_text(p, names, chars))]
         body = "\n".join(texts)
         role = message.role
         if role == "user" and body.startswith(SUMMARY_MARKER):
