@@ -110,6 +110,18 @@ class CompactionError(RuntimeError):
         self.tokens_before = tokens_before
         self.attempts = attempts
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The default pickling calls ``cls(message)``, which lacks the keyword-only fields: a
+        # worker process's error would fail to reach its parent.
+        fields = (str(self), self.reason, self.tokens_before, self.attempts)
+        return (_rebuild_compaction_error, fields)
+
+
+def _rebuild_compaction_error(
+    message: str, reason: str, tokens_before: int, attempts: int
+) -> CompactionError:
+    return CompactionError(message, reason=reason, tokens_before=tokens_before, attempts=attempts)
+
 
 @dataclass(frozen=True, slots=True)
 class CompactResult:

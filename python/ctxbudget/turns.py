@@ -54,13 +54,20 @@ class PairingError(ValueError):
     """A rewrite would break tool-call pairing; it was rejected, nothing was changed.
 
     Attributes:
+        what: The rewrite that was rejected (``"pruning"``, ``"compaction"``, ...).
         violations: The new violations the rewrite would have introduced.
     """
 
     def __init__(self, what: str, violations: Sequence[PairingViolation]) -> None:
         detail = ", ".join(f"{v.kind} {v.call_id!r} at {list(v.positions)}" for v in violations)
         super().__init__(f"{what} would break tool-call pairing: {detail}")
+        self.what = what
         self.violations = tuple(violations)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The default pickling calls ``cls(message)``, which this signature refuses: a worker
+        # process's error would fail to reach its parent.
+        return (PairingError, (self.what, self.violations))
 
 
 @dataclass(frozen=True, slots=True)
