@@ -29,8 +29,9 @@ The decision runs in this order; the first step that decides wins:
    says the input alone is over the window.
 6. **Status heuristics** (low confidence): an HTTP 413 that nothing above explained, or a
    bare ``400 (no body)``.
-7. **The cause**: an exception raised ``from`` a provider error (``raise AgentError(...) from
-   exc``) is looked through, up to three levels, unless the wrapper is itself a negative.
+7. **The cause**: the members of an exception group (``asyncio.TaskGroup``), and an
+   exception raised ``from`` a provider error (``raise AgentError(...) from exc``), are
+   looked through, at most eight exceptions in all, unless the wrapper is itself a negative.
 
 Numbers are read by small role patterns (limit, total, input, output, draft, excess), not by
 one regex per message, so a new sentence from a known family still yields its numbers. They
@@ -272,7 +273,9 @@ _WORDING_RULES: Final[tuple[_Rule, ...]] = (
     _rule(
         "input prompt is too long",
         ") is too long",
-        r"input prompt \({N} tokens\) is too long",
+        # vLLM's input processor, for a prompt with multimodal tokens: "The prompt (total
+        # length 25938) is too long to fit into the model (context length 4096)" (vllm#12165).
+        r"input prompt \({N} tokens\) is too long|prompt \(total length {N}\) is too long to fit",
         provider="vllm",
     ),
     _rule(
@@ -290,7 +293,15 @@ _WORDING_RULES: Final[tuple[_Rule, ...]] = (
         "maximum context length",
         r"exceeds (?:the )?model'?s maximum context length",
     ),
-    _rule("input tokens exceed", "input token", r"input tokens? (?:count )?exceed"),
+    _rule(
+        "input tokens exceed",
+        "input",
+        r"input tokens? (?:count )?exceed"
+        # SGLang's scheduler, an input over its max_req_input_len (an input-only cap):
+        # "Input length (N tokens) exceeds the maximum allowed length (L tokens)"
+        # (sglang python/sglang/srt/managers/utils.py, validate_input_length).
+        r"|input length \({N} tokens\) exceeds the maximum allowed length",
+    ),
     _rule(
         "token count exceeds the limit",
         "limit",
@@ -386,7 +397,11 @@ _WORDING_RULES: Final[tuple[_Rule, ...]] = (
     _rule(
         "context length exceeded",
         "exceeded",
-        r"context[_ ](?:length|window)[_ ]exceeded|contextwindowexceedederror",
+        r"context[_ ](?:length|window)[_ ]exceeded|contextwindowexceedederror"
+        # llama.cpp's server when a slot's context fills, as an HTTP 500 or an error event in
+        # a 200 stream, also relayed by LM Studio: {"error":{"code":500,"message":"Context
+        # size has been exceeded.","type":"server_error"}} (lmstudio-bug-tracker#2322, #2339).
+        r"|context size has been exceeded",
     ),
     _rule(
         "request too large",
@@ -517,13 +532,15 @@ _ROLE_PATTERNS: Final = _roles(
     # Limits.
     ("maximum context length", r"maximum context length(?: is| of)?:? (?P<limit>{N})"),
     ("context length is only", r"context length is only (?P<limit>{N}) tokens"),
-    ("context length (", r"context length \((?P<limit>{N}) tokens\)"),
+    # "context length (4096 tokens)" (SGLang, Together); "(context length 4096)" (vLLM).
+    ("context length", r"(?:context length \(|\(context length )(?P<limit>{N})(?: tokens)?\)"),
     ("limit of", r"exceed(?:s|ed)? (?:the )?(?:configured |maximum )?limit of (?P<limit>{N})"),
     ("maximum", r"> (?P<limit>{N}) maximum"),
     ("tokens allowed", r"maximum number of tokens allowed \(?(?P<limit>{N})"),
     ("context window of", r"context window of (?P<limit>{N})"),
     ("maximum prompt length is", r"maximum prompt length is (?P<limit>{N})"),
-    ("context size (", r"context size \((?P<limit>{N}) tokens\)"),
+    # llama.cpp "context size (L tokens)"; SGLang "maximum allowed length (L tokens)".
+    (" tokens)", r"(?:context size|maximum allowed length) \((?P<limit>{N}) tokens\)"),
     ("context length of only", r"context length of only (?P<limit>{N}) tokens"),
     ("token limit:", r"token limit: (?P<limit>{N})"),
     ("maximum context length", r"model with (?P<limit>{N}) maximum context length"),
@@ -565,7 +582,7 @@ _ROLE_PATTERNS: Final = _roles(
     ("request contains", r"request contains (?P<input>{N}) tokens"),
     ("prompt tokens (", r"prompt tokens \((?P<input>{N})\)"),
     ("input token count:", r"input token count: (?P<input>{N})"),
-    ("prompt (length", r"prompt \(length (?P<input>{N})\)"),
+    ("prompt (", r"prompt \((?:total )?length (?P<input>{N})\)"),
     # Output reserve.
     (" the completion", r"(?P<output>{N}) (?:in|for) the completion"),
     (" in the output", r"(?P<output>{N}) in the output"),
@@ -641,6 +658,7 @@ _TEXT_PROVIDERS: Final = (
     ("vllm", "vllm"),
     ("(parameter=input_", "vllm"),
     ("sglang", "sglang"),
+    ("allow-auto-truncate", "sglang"),  # SGLang's advice: "enable --allow-auto-truncate"
     ("lm studio", "lmstudio"),
     ("lmstudio", "lmstudio"),
     ("llama.cpp", "llama.cpp"),
@@ -1113,7 +1131,20 @@ def _worth_reading(sig: _Signals) -> bool:
     return any(_CANDIDATE.search(text.lower()) for text in sig.texts)
 
 
-def _classify(error: object, status_code: int | None, depth: int) -> OverflowInfo | None:
+_MAX_LOOKED_THROUGH: Final = 8
+
+
+class _Visits:
+    """How many more exceptions one call may look through (causes and group members):
+    a bound on the work for chains that loop and groups nested in groups."""
+
+    __slots__ = ("left",)
+
+    def __init__(self) -> None:
+        self.left = _MAX_LOOKED_THROUGH
+
+
+def _classify(error: object, status_code: int | None, visits: _Visits) -> OverflowInfo | None:
     if error is None or isinstance(error, (bool, int, float, complex)):
         return None
     if isinstance(error, (ContextBudgetError, ContextOverflowError)):
@@ -1140,10 +1171,43 @@ def _classify(error: object, status_code: int | None, depth: int) -> OverflowInf
         info = _decide(sig)
         if info is not None:
             return info
-    cause = _attr(error, "__cause__")  # a wrapper raised "from" the provider's error
-    if depth < 3 and isinstance(cause, BaseException) and not _structured_negative(sig):
-        return _classify(cause, None, depth + 1)
+    if _structured_negative(sig):
+        return None  # a rate-limited wrapper: its cause is not why the call failed
+    return _look_through(error, visits)
+
+
+def _look_through(error: object, visits: _Visits) -> OverflowInfo | None:
+    """The provider's error inside a wrapper: an exception group's members, then the
+    ``__cause__`` (``raise AgentError(...) from exc``).
+
+    Not ``__context__``: an exception raised while handling an overflow (the retry after
+    recovery timing out, inside the ``except`` block) has the overflow as its context,
+    and is no overflow.
+    """
+    for inner in (*_group_members(error), _attr(error, "__cause__")):
+        if not isinstance(inner, BaseException) or visits.left <= 0:
+            continue
+        visits.left -= 1
+        info = _classify(inner, None, visits)
+        if info is not None:
+            return info
     return None
+
+
+def _group_members(error: object) -> tuple[BaseException, ...]:
+    """The exceptions of an exception group, else none.
+
+    ``asyncio.TaskGroup`` and anyio's task groups always raise an ``ExceptionGroup``, even
+    for one failed task, so an agent running its calls in a task group catches the
+    provider's overflow only inside one. Read by duck typing: Python 3.10 has no built-in
+    group (the ``exceptiongroup`` backport has the same ``exceptions`` tuple).
+    """
+    if not isinstance(error, BaseException):
+        return ()
+    members = _attr(error, "exceptions")
+    if not isinstance(members, tuple):
+        return ()
+    return tuple(m for m in members[:_MAX_LOOKED_THROUGH] if isinstance(m, BaseException))
 
 
 def classify_overflow(error: object, *, status_code: int | None = None) -> OverflowInfo | None:
@@ -1180,6 +1244,6 @@ def classify_overflow(error: object, *, status_code: int | None = None) -> Overf
     None
     """
     try:
-        return _classify(error, status_code, 0)
+        return _classify(error, status_code, _Visits())
     except Exception:  # never let the classifier hide the caller's real error
         return None
