@@ -38,7 +38,7 @@ import inspect
 import logging
 import math
 import threading
-from collections.abc import Awaitable, Callable, Generator, Sequence
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Literal, TypeVar
 
@@ -50,6 +50,7 @@ from ctxbudget.errors import ContextBudgetError, ContextOverflowError
 from ctxbudget.events import ContextEvent, EventCallback, Reason, emit
 from ctxbudget.formats.common import as_mapping
 from ctxbudget.formats.detect import SeenFits, pick_format
+from ctxbudget.formats.model import MessageFormatError
 from ctxbudget.largest import StickyStubs, StubCandidates, stub_largest
 from ctxbudget.limits import INPUT_CAP_RULES, Room, StatedLimit
 from ctxbudget.overflow import OverflowInfo, classify_overflow
@@ -321,10 +322,13 @@ class ContextGuard:
             ContextOverflowError: The provider refused it as too long and recovery did not
                 help (its error is the ``__cause__``).
             PairingError: The history breaks tool-call pairing; nothing was sent.
-            TypeError: ``summarize`` is async (use :meth:`asend`).
+            MessageFormatError: ``messages`` is not a list of messages.
+            TypeError: ``send`` or ``summarize`` is async (use :meth:`asend`).
         """
         if self.summarize is not None and _is_async(self.summarize):
             raise TypeError("summarize is a coroutine function: use asend()")
+        if _is_async(send):
+            raise TypeError("send is a coroutine function: use asend()")
         events: list[ContextEvent] = []
         flow = self._flow(messages, system, tools, max_tokens, run_start, events)
         value: Any = None
@@ -339,6 +343,9 @@ class ContextGuard:
                 value = send(arg) if kind == "send" else compact(**arg)
             except Exception as exc:
                 error = exc
+            if inspect.iscoroutine(value):  # not run yet: nothing was sent, nothing is lost
+                value.close()
+                raise TypeError("send returned a coroutine: use asend() for an async send")
 
     async def asend(
         self,
@@ -350,7 +357,9 @@ class ContextGuard:
         max_tokens: int | None = None,
         run_start: bool = False,
     ) -> GuardResult[R]:
-        """:meth:`send` for an ``async`` ``send`` (``summarize`` may be sync or async)."""
+        """:meth:`send` for an ``async`` ``send`` (``send`` and ``summarize`` may each be sync
+        or async: a sync ``send`` has made the provider call by the time it returns, so its
+        response is used as it is, not lost to a failed ``await``)."""
         events: list[ContextEvent] = []
         flow = self._flow(messages, system, tools, max_tokens, run_start, events)
         value: Any = None
@@ -362,7 +371,9 @@ class ContextGuard:
             kind, arg = step
             value, error = None, None
             try:
-                value = await send(arg) if kind == "send" else await acompact(**arg)
+                value = send(arg) if kind == "send" else acompact(**arg)
+                if inspect.isawaitable(value):
+                    value = await value
             except Exception as exc:
                 error = exc
 
@@ -393,7 +404,7 @@ class ContextGuard:
         events: list[ContextEvent],
     ) -> _Flow:
         check_max_tokens(max_tokens)
-        caller = list(messages)
+        caller = _message_list(messages)
         call = _Call(caller, system, tools, max_tokens, run_start, events, self._format(caller))
         request = yield from self._prepare(call, max_tokens, "proactive", None)
         overflow: OverflowInfo | None = None
@@ -791,6 +802,17 @@ class ContextGuard:
                 self.on_event(event)
 
         return record
+
+
+def _message_list(messages: Sequence[Any]) -> list[Any]:
+    """``messages`` as a new list, after refusing what is not a list of messages: a single
+    message dict (or a string) would be read key by key (or character by character) and
+    refused with a puzzling "expected a message dict, got str"."""
+    if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Iterable):
+        raise MessageFormatError(
+            f"expected a list of messages, got {type(messages).__name__}", None, "messages", None
+        )
+    return list(messages)
 
 
 def _resolved(fmt: str, infos: list[Any]) -> list[Any]:

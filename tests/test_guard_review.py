@@ -1,0 +1,91 @@
+"""ContextGuard misuses an agent loop makes by accident, each of which failed before.
+
+The provider is the real openai SDK against the loopback server, or a plain function; the
+caller's history is checked to be what it was.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import Iterator
+from typing import Any
+
+import openai
+import pytest
+
+from ctxbudget import ContextGuard, GuardedRequest, MessageFormatError
+from tests.conftest import LoopbackServer
+from tests.test_guard import BUDGET, MODEL, agent_history, completion, overflow, sent_messages
+
+
+@pytest.fixture
+def server(loopback: LoopbackServer) -> Iterator[LoopbackServer]:
+    loopback.reply(200, completion(1_000))
+    loopback.bodies.clear()
+    yield loopback
+    loopback.queued.clear()
+
+
+def test_asend_keeps_the_response_of_a_sync_send(server: LoopbackServer) -> None:
+    """A sync SDK client in an async agent loop: its call is made by the time ``send``
+    returns, so the response (and a recovery from an overflow) must not be lost to an
+    ``await`` of it ("object ChatCompletion can't be used in 'await' expression", raised
+    after the provider had answered)."""
+    history = agent_history([200] * 10)
+    before = copy.deepcopy(history)
+    server.queue(400, overflow(BUDGET.window, BUDGET.window + 9_000))
+
+    async def run() -> Any:
+        with openai.OpenAI(base_url=f"{server.url}/v1", api_key="test", max_retries=0) as client:
+
+            def send(request: GuardedRequest) -> Any:
+                return client.chat.completions.create(model=MODEL, **request.kwargs())
+
+            return await ContextGuard(MODEL, budget=BUDGET).asend(send, history)
+
+    result = asyncio.run(run())
+
+    assert len(server.bodies) == 2 and result.request.attempt == 2
+    assert result.response.choices[0].message.content == "ok" and result.usage_recorded
+    assert sent_messages(server) == result.request.messages
+    assert history == before
+
+
+def test_send_refuses_an_async_send_before_anything_is_sent() -> None:
+    """``send`` given an ``async def`` (or a function returning its coroutine) used to hand
+    back the coroutine as the response: no request made, no recovery, no calibration, and a
+    "coroutine was never awaited" warning later."""
+    made: list[GuardedRequest] = []
+
+    async def provider(request: GuardedRequest) -> dict[str, Any]:
+        made.append(request)
+        return {"usage": {"prompt_tokens": request.input_tokens}}
+
+    guard = ContextGuard(MODEL, budget=BUDGET)
+    history = agent_history([20])
+
+    with pytest.raises(TypeError, match="use asend"):
+        guard.send(provider, history)
+    with pytest.raises(TypeError, match="use asend"):
+        guard.send(lambda request: provider(request), history)
+
+    assert made == []
+    assert asyncio.run(guard.asend(provider, history)).usage_recorded and len(made) == 1
+
+
+@pytest.mark.parametrize("bad", [None, 5, "hello", {"role": "user", "content": "hello"}])
+def test_messages_that_are_not_a_list_are_a_format_error(bad: Any) -> None:
+    """One message dict instead of the history used to be read key by key ("expected a
+    message dict, got str"), and ``None`` failed with "'NoneType' object is not iterable";
+    the other entry points say what is wrong."""
+    guard = ContextGuard(MODEL, budget=BUDGET)
+
+    with pytest.raises(MessageFormatError, match="expected a list of messages"):
+        guard.send(lambda request: {}, bad)
+    with pytest.raises(MessageFormatError, match="expected a list of messages"):
+        asyncio.run(guard.asend(_never, bad))
+
+
+async def _never(request: GuardedRequest) -> None:  # pragma: no cover - never called
+    raise AssertionError("sent")
