@@ -139,14 +139,44 @@ def test_compaction_cuts_between_rounds_of_a_reused_id() -> None:
     assert len(calls) == 1 and violations(sent, "openai_chat") == []
 
 
-def test_gemini_contents_are_left_alone() -> None:
-    call = {"role": "model", "parts": [{"function_call": {"id": "g", "name": "ls", "args": {}}}]}
-    result = {
-        "role": "user",
-        "parts": [{"function_response": {"id": "g", "name": "ls", "response": {}}}],
-    }
-    history = [call, result, call, result]
-    assert unique_call_ids(history, "gemini") == history
+def gemini_round(cid: str, output: str, spelling: str) -> list[Any]:
+    """One Gemini round: google-genai dicts (``snake``), REST JSON (``camel``) or SDK objects."""
+    call = {"id": cid, "name": "ls", "args": {}}
+    response = {"id": cid, "name": "ls", "response": {"output": output}}
+    if spelling == "camel":
+        return [
+            {"role": "model", "parts": [{"functionCall": call}]},
+            {"role": "user", "parts": [{"functionResponse": response}]},
+        ]
+    rounds = [
+        {"role": "model", "parts": [{"function_call": call}]},
+        {"role": "user", "parts": [{"function_response": response}]},
+    ]
+    if spelling == "objects":
+        from google.genai import types
+
+        return [types.Content.model_validate(m) for m in rounds]
+    return rounds
+
+
+@pytest.mark.parametrize("spelling", ["snake", "camel", "objects"])
+def test_gemini_ids_reused_are_renamed_and_sent(spelling: str) -> None:
+    # Gemini pairs turn by turn, but a history with ids reused round after round was refused
+    # by the guard's pairing check (duplicate_call, duplicate_result) on every turn.
+    history: list[Any] = [{"role": "user", "parts": [{"text": "go"}]}]
+    for n in range(3):
+        history += gemini_round("call_0", f"output {n}", spelling)
+    before = copy.deepcopy(history)
+    assert "duplicate_call" in violations(history, "gemini")
+
+    out = unique_call_ids(history, "gemini")
+    sent = ContextGuard("gemini-2.5-pro").send(_send([]), history).request.messages
+
+    renamed = ["call_0", "call_0", "call_0_2", "call_0_2", "call_0_3", "call_0_3"]
+    assert ids(out, "gemini") == ids(sent, "gemini") == renamed
+    assert violations(sent, "gemini") == []
+    assert history == before
+    assert all(out[i] is history[i] for i in range(3))
 
 
 def _send(sent: list[GuardedRequest]) -> Callable[[GuardedRequest], dict[str, Any]]:

@@ -12,8 +12,8 @@ calls and in their results; the first round keeps its id.
 Only rounds that are already closed are renamed: those with a result, and those of an earlier
 turn (their result was lost; the guard gives them one). An id called twice in one message, or
 again in the same turn before its result, stays as it is (which call a result answers cannot
-be told), and the pairing check reports it. Gemini contents are left alone: Gemini pairs calls and
-responses turn by turn, not by id.
+be told), and the pairing check reports it. Gemini pairs calls and responses turn by turn; its
+ids, where a history has them, are renamed the same way (the pairing check reads them).
 
 The caller's messages are never modified: a renamed message is a shallow copy with new id
 fields (and new copies of the blocks or calls that hold them); everything else in it is the
@@ -118,6 +118,10 @@ def renamed(message: Any, fmt: str, renames: Renames) -> dict[str, Any]:
         content = m.get("content")
         if isinstance(content, list):
             m["content"] = [_anthropic_block(block, renames) for block in content]
+    elif fmt == "gemini":
+        parts = m.get("parts")
+        if isinstance(parts, list):
+            m["parts"] = [_gemini_part(part, renames) for part in parts]
     return m
 
 
@@ -138,6 +142,20 @@ def _anthropic_block(block: Any, renames: Renames) -> Any:
     if kind == "tool_result":
         return _with_id(block, "tool_use_id", renames)
     return block
+
+
+#: Where a Gemini part holds an id: google-genai's spelling, then the REST API's.
+_GEMINI_ID_HOLDERS = ("function_call", "function_response", "functionCall", "functionResponse")
+
+
+def _gemini_part(part: Any, renames: Renames) -> Any:
+    fields = as_mapping(part)
+    for key in _GEMINI_ID_HOLDERS if fields is not None else ():
+        holder = fields.get(key)
+        if holder is not None:
+            new = _with_id(holder, "id", renames)
+            return part if new is holder else {**fields, key: new}
+    return part
 
 
 def _field_refs(message: Any) -> tuple[Any, ...]:
@@ -180,8 +198,6 @@ class CallIdRenamer:
         fields, which hold the ids) keeps that list's copies; the messages after it are
         checked one by one.
         """
-        if fmt == "gemini":
-            return messages
         scans = self._scans.get(fmt)
         if scans is None:
             scans = self._scans[fmt] = ScanCache(fmt)
@@ -243,7 +259,7 @@ def unique_call_ids(messages: Sequence[Any], format: str | None = None) -> list[
     """``messages`` with tool-call ids reused across rounds made unique (see the module).
 
     Args:
-        messages: The conversation, in any format but Gemini's (returned as it is).
+        messages: The conversation, in any format.
         format: Its format; detected when ``None``.
 
     Returns:
