@@ -29,11 +29,14 @@ conversation: input 127,000 + reserve 28,000 = 155,000 tokens, over the 128,000 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from ctxbudget.errors import ContextBudgetError
 from ctxbudget.models import ModelRegistry, _check_window, model_info
 from ctxbudget.request import Accuracy, RequestEstimate
+
+if TYPE_CHECKING:
+    from ctxbudget.calibration import CalibratedEstimate
 
 __all__ = [
     "DEFAULT_MARGIN",
@@ -49,6 +52,9 @@ DEFAULT_OUTPUT_RESERVE = 16_384
 DEFAULT_MARGIN = 20_000
 
 BudgetComponent = Literal["system", "tools", "conversation", "reserved_output"]
+#: What the checks take: an estimate, a calibrated one (its raw estimate tells the parts), or a
+#: count of input tokens.
+_Estimate: TypeAlias = "RequestEstimate | CalibratedEstimate | int"
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,7 +242,7 @@ class ContextWindowBudget:
     # -- checks
 
     @staticmethod
-    def _split(estimate: RequestEstimate | int) -> tuple[int, int | None]:
+    def _split(estimate: _Estimate) -> tuple[int, int | None]:
         if isinstance(estimate, RequestEstimate):
             return estimate.total, estimate.reserved_output
         if hasattr(estimate, "total"):  # a CalibratedEstimate or similar
@@ -244,7 +250,7 @@ class ContextWindowBudget:
             return int(estimate.total), getattr(raw, "reserved_output", None)
         return int(estimate), None
 
-    def fits(self, estimate: RequestEstimate | int, *, max_tokens: int | None = None) -> bool:
+    def fits(self, estimate: _Estimate, *, max_tokens: int | None = None) -> bool:
         """``input + reserve <= window``: exactly full fits, one token more does not.
 
         Args:
@@ -256,15 +262,13 @@ class ContextWindowBudget:
         total, cap = self._split(estimate)
         return total + self.reserve(max_tokens if max_tokens is not None else cap) <= self.window
 
-    def needs_compaction(
-        self, estimate: RequestEstimate | int, *, max_tokens: int | None = None
-    ) -> bool:
+    def needs_compaction(self, estimate: _Estimate, *, max_tokens: int | None = None) -> bool:
         """``input + reserve >= window``: compact (or prune) before the next turn (SPEC B3)."""
         total, cap = self._split(estimate)
         return total + self.reserve(max_tokens if max_tokens is not None else cap) >= self.window
 
     def check(
-        self, estimate: RequestEstimate | int, *, max_tokens: int | None = None
+        self, estimate: _Estimate, *, max_tokens: int | None = None
     ) -> BudgetViolation | None:
         """``None`` when the request fits, else a :class:`BudgetViolation` naming the culprit."""
         total, cap = self._split(estimate)
@@ -272,20 +276,7 @@ class ContextWindowBudget:
         over = total + reserve - self.window
         if over <= 0:
             return None
-        system = tools = framing = 0
-        conversation = total
-        exact = False
-        if isinstance(estimate, RequestEstimate):
-            system, tools, framing = estimate.system, estimate.tools, estimate.framing
-            conversation = estimate.conversation
-            exact = estimate.accuracy is Accuracy.EXACT
-        elif isinstance(raw := getattr(estimate, "raw", None), RequestEstimate):
-            # A calibrated estimate: its raw one tells the parts, each scaled by the
-            # correction the provider's counts gave the whole.
-            scale = total / raw.total if raw.total else 1.0
-            system, tools = round(raw.system * scale), round(raw.tools * scale)
-            framing = round(raw.framing * scale)
-            conversation = max(total - system - tools - framing, 0)
+        system, tools, conversation, framing, fixed = _parts(estimate, total)
         available = self.window - reserve
         component: BudgetComponent
         if available <= 0:
@@ -294,7 +285,7 @@ class ContextWindowBudget:
             component = "system"
         elif system + tools > available:
             component = "tools"
-        elif total - conversation > available:  # the framing tips system and tools over
+        elif fixed > available:  # the request's own framing tips system and tools over
             component = "tools" if tools else "system"
         else:
             component = "conversation"
@@ -308,11 +299,18 @@ class ContextWindowBudget:
             tools=tools,
             conversation=conversation,
             framing=framing,
-            input_fits=total <= self.window,
-            exact=exact,
+            input_fits=total <= self._input_limit(),
+            exact=isinstance(estimate, RequestEstimate) and estimate.accuracy is Accuracy.EXACT,
         )
 
-    def enforce(self, estimate: RequestEstimate | int, *, max_tokens: int | None = None) -> None:
+    def _input_limit(self) -> int:
+        """The largest input the provider takes, whatever the output reserve: the window, or
+        ``max_input`` when below it (an input over that is refused even with no output)."""
+        if self.max_input is None:
+            return self.window
+        return min(self.window, self.max_input)
+
+    def enforce(self, estimate: _Estimate, *, max_tokens: int | None = None) -> None:
         """Raise :class:`~ctxbudget.errors.ContextBudgetError` unless the request fits.
 
         >>> ContextWindowBudget(1_000, 100, margin=0).enforce(901)
@@ -340,3 +338,24 @@ class ContextWindowBudget:
             f"margin={self.margin}, max_reserve_fraction={self.max_reserve_fraction}, "
             f"max_output={self.max_output}, max_input={self.max_input}, model={self.model!r})"
         )
+
+
+def _parts(estimate: _Estimate, total: int) -> tuple[int, int, int, int, int]:
+    """``(system, tools, conversation, framing, fixed)`` of a request of ``total`` tokens.
+
+    ``fixed`` is what no compaction can shrink: system, tools and the request's own framing.
+    The per-message framing is in ``framing`` too, but it belongs to the conversation (2,000
+    short messages have ~8k of it): it is told apart by the per-message totals, which include
+    it. A calibrated estimate's parts are its raw estimate's, scaled to its total.
+    """
+    raw = estimate if isinstance(estimate, RequestEstimate) else getattr(estimate, "raw", None)
+    if not isinstance(raw, RequestEstimate):
+        return 0, 0, total, 0, 0
+    scale = total / raw.total if raw.total else 1.0
+    messages = sum(raw.per_message) if raw.per_message else raw.conversation
+    fixed = round((raw.total - messages) * scale)
+    if raw is estimate:
+        return raw.system, raw.tools, raw.conversation, raw.framing, fixed
+    system, tools = round(raw.system * scale), round(raw.tools * scale)
+    framing = round(raw.framing * scale)
+    return system, tools, max(total - system - tools - framing, 0), framing, fixed

@@ -9,12 +9,15 @@ stated count is an exact measurement). The next estimate is then *anchored*:
 ``factor`` is learned robustly from the observed deltas: for each pair of consecutive
 observations of one conversation where the later request extends the earlier one, the ratio
 (reported delta / estimated delta); the tracker uses the weighted median of the recent ratios
-(weights: the estimated delta), clamped to ``[0.5, 2.0]``. When the history was not simply
-extended (compaction, an edited or removed message, other tools or system prompt), there is no
-valid anchor: the estimate falls back to the cold estimate times a second learned factor (the
-weighted median of reported / cold estimate), never to a stale anchor. Before any usage is
-seen, the cold estimate is raised by ``cold_margin`` (5%): an under-count overflows the window,
-an over-count only compacts a little early.
+(weights: the estimated delta, at most 1,000 tokens each, so that one large delta cannot set
+the factor alone), clamped to ``[0.5, 2.0]``. Requests whose measured part holds images or
+documents teach nothing: those are charged by the provider's rule (the most they may cost when
+their size is unknown), so their ratio is no correction of the text estimate. When the history
+was not simply extended (compaction, an edited or removed message, other tools or system
+prompt), there is no valid anchor: the estimate falls back to the cold estimate times a second
+learned factor (the weighted median of reported / cold estimate), never to a stale anchor.
+Before any usage is seen, the cold estimate is raised by ``cold_margin`` (5%): an under-count
+overflows the window, an over-count only compacts a little early.
 
 >>> tracker = CalibrationTracker("deepseek-chat")
 >>> history = [{"role": "user", "content": "Fix the failing test."}]
@@ -81,6 +84,12 @@ def reported_input_tokens(usage: Any) -> int | None:
         fields = vars(usage)
     else:
         return _whole(usage, "usage")
+    count = _count_in(fields)
+    return count if count is not None else _response_usage(fields)
+
+
+def _count_in(fields: Mapping[str, Any]) -> int | None:
+    """The input count among a usage report's fields, or ``None``."""
     for key in ("prompt_tokens", "prompt_token_count", "promptTokenCount"):
         if fields.get(key) is not None:
             return _whole(fields[key], key)
@@ -90,6 +99,18 @@ def reported_input_tokens(usage: Any) -> int | None:
             if fields.get(key) is not None:
                 total += _whole(fields[key], key)
         return total
+    return None
+
+
+def _response_usage(response: Mapping[str, Any]) -> int | None:
+    """The count in a whole response given as a dict (the JSON body, or an SDK response's
+    ``model_dump()``), read through its ``usage`` (Gemini: ``usageMetadata``), as an SDK
+    response object is; ``None`` when it has none. One level only: a usage report holds no
+    other."""
+    for key in ("usage", "usage_metadata", "usageMetadata"):
+        inner = response.get(key)
+        if isinstance(inner, Mapping):
+            return _count_in(inner)
     return None
 
 
@@ -211,6 +232,25 @@ class _Anchor:
     tools: Any
     system_tokens: int
     tools_tokens: int
+    attachments: int
+
+
+#: The most one delta sample weighs (tokens), half the default prior: a delta far larger than
+#: the others (a tool output of 40k tokens among turns of 300) is one sample, not a majority.
+_MAX_DELTA_WEIGHT = 1_000.0
+
+
+def _check_settings(window: int, clamp: tuple[float, float], max_conversations: int) -> None:
+    """Refuse settings that break the tracker rather than tune it: no conversation kept
+    (every estimate raised ``KeyError``), no ratio kept (nothing ever learned), or a clamp
+    whose bounds are swapped (every factor pinned to ``high``, the estimates to a fraction)."""
+    if window < 1:
+        raise ValueError(f"window must be at least 1, got {window}")
+    if max_conversations < 1:
+        raise ValueError(f"max_conversations must be at least 1, got {max_conversations}")
+    low, high = clamp
+    if not 0 < low <= high:
+        raise ValueError(f"clamp must be (low, high) with 0 < low <= high, got {clamp!r}")
 
 
 def _weighted_median(samples: Sequence[tuple[float, float]]) -> float:
@@ -238,6 +278,10 @@ class CalibrationTracker:
         cold_margin: Fraction added to a cold estimate while no usage has been seen.
         min_delta: Estimated deltas smaller than this (tokens) teach nothing.
         max_conversations: Anchors kept (one per ``conversation`` key), least recent dropped.
+
+    Raises:
+        ValueError: ``window`` or ``max_conversations`` below 1, or a ``clamp`` that is not
+            ``0 < low <= high``.
     """
 
     def __init__(
@@ -254,6 +298,7 @@ class CalibrationTracker:
         prior_weight: float = 2_000.0,
         max_conversations: int = 64,
     ) -> None:
+        _check_settings(window, clamp, max_conversations)
         self.model = model
         self._estimator_args: dict[str, Any] = {
             "encoding": encoding,
@@ -483,15 +528,7 @@ class CalibrationTracker:
         msgs = list(messages)
         with self._lock:
             raw = self._raw(conversation, msgs, system, tools, None, raw)
-            anchor = self._anchors.get(conversation)
-            if anchor is not None and self._extends(anchor, msgs, system, tools, raw):
-                added = sum(raw.per_message[len(anchor.messages) :])
-                delta = reported - anchor.reported
-                if added > 0 and added >= self.min_delta and delta > 0:
-                    self._delta.append((delta / added, float(added)))
-            if raw.total > 0:
-                self._cold.append((reported / raw.total, float(raw.total)))
-            self._samples_version += 1
+            self._learn(conversation, msgs, system, tools, raw, reported)
             self._anchors[conversation] = _Anchor(
                 msgs,
                 reported,
@@ -500,6 +537,7 @@ class CalibrationTracker:
                 tools,
                 raw.components.system,
                 raw.components.tools,
+                raw.components.attachments,
             )
             self._anchors.move_to_end(conversation)
             while len(self._anchors) > self._max_conversations:
@@ -508,6 +546,30 @@ class CalibrationTracker:
             self._observations += 1
             self._last_reported = reported
             return True
+
+    def _learn(
+        self,
+        conversation: Hashable,
+        msgs: list[Any],
+        system: Any,
+        tools: Any,
+        raw: RequestEstimate,
+        reported: int,
+    ) -> None:
+        """Add the ratios one report gives (call with the lock held): the delta since the
+        conversation's anchor, and the whole request. A part that holds attachments gives
+        none: a PDF of unknown size is charged 30k and may cost 8k, which as a ratio (0.27)
+        would halve the estimate of every later message."""
+        anchor = self._anchors.get(conversation)
+        if anchor is not None and self._extends(anchor, msgs, system, tools, raw):
+            added = sum(raw.per_message[len(anchor.messages) :])
+            delta = reported - anchor.reported
+            attached = raw.components.attachments > anchor.attachments
+            if added > 0 and added >= self.min_delta and delta > 0 and not attached:
+                self._delta.append((delta / added, min(float(added), _MAX_DELTA_WEIGHT)))
+        if raw.total > 0 and not raw.components.attachments:
+            self._cold.append((reported / raw.total, float(raw.total)))
+        self._samples_version += 1
 
     def observe_overflow(
         self,
