@@ -150,7 +150,9 @@ _GEMINI_ID_HOLDERS = ("function_call", "function_response", "functionCall", "fun
 
 def _gemini_part(part: Any, renames: Renames) -> Any:
     fields = as_mapping(part)
-    for key in _GEMINI_ID_HOLDERS if fields is not None else ():
+    if fields is None:
+        return part
+    for key in _GEMINI_ID_HOLDERS:
         holder = fields.get(key)
         if holder is not None:
             new = _with_id(holder, "id", renames)
