@@ -371,3 +371,21 @@ def test_a_cache_control_key_in_data_is_data() -> None:
     follow = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1"}]}
     assert tracker.estimate([*first, follow]).anchored
     assert not tracker.estimate([*request("90"), follow]).anchored
+
+
+def test_bedrock_converse_usage_counts_the_cached_prompt_too() -> None:
+    # boto3 bedrock-runtime converse(): response["usage"]; inputTokens leaves out the tokens
+    # read from or written to the prompt cache (as Anthropic's input_tokens does).
+    response = {
+        "output": {"message": {"role": "assistant", "content": [{"text": "done"}]}},
+        "stopReason": "end_turn",
+        "usage": {
+            "inputTokens": 40,
+            "outputTokens": 12,
+            "totalTokens": 3052,
+            "cacheReadInputTokens": 2800,
+            "cacheWriteInputTokens": 200,
+        },
+    }
+    assert reported_input_tokens(response) == 3040
+    assert reported_input_tokens(response["usage"]) == 3040

@@ -54,7 +54,8 @@ def reported_input_tokens(usage: Any) -> int | None:
 
     Understands OpenAI Chat (``prompt_tokens``), OpenAI Responses and Anthropic
     (``input_tokens``; Anthropic's cache reads and writes are added, since its
-    ``input_tokens`` leaves them out), Gemini (``prompt_token_count``), a bare count, and an
+    ``input_tokens`` leaves them out), Bedrock Converse (``inputTokens``, its cache reads and
+    writes added likewise), Gemini (``prompt_token_count``), a bare count, and an
     :class:`~ctxbudget.overflow.OverflowInfo` (its exact stated input count; ``None`` when the
     provider gave none or qualified it). A whole response object is read through its
     ``usage`` (or Gemini's ``usage_metadata``). Counts may be any integer type (numpy's
@@ -67,6 +68,8 @@ def reported_input_tokens(usage: Any) -> int | None:
     >>> reported_input_tokens({"prompt_tokens": 1200, "completion_tokens": 80})
     1200
     >>> reported_input_tokens({"input_tokens": 50, "cache_read_input_tokens": 1000})
+    1050
+    >>> reported_input_tokens({"inputTokens": 50, "cacheReadInputTokens": 1000})  # Bedrock
     1050
     """
     if usage is None:
@@ -93,13 +96,23 @@ def _count_in(fields: Mapping[str, Any]) -> int | None:
     for key in ("prompt_tokens", "prompt_token_count", "promptTokenCount"):
         if fields.get(key) is not None:
             return _whole(fields[key], key)
-    if fields.get("input_tokens") is not None:
-        total = _whole(fields["input_tokens"], "input_tokens")
-        for key in ("cache_creation_input_tokens", "cache_read_input_tokens"):
-            if fields.get(key) is not None:
-                total += _whole(fields[key], key)
-        return total
+    # Anthropic, and Bedrock's Converse API (``response["usage"]``): the input count leaves out
+    # what was read from or written to the prompt cache, which the prompt holds all the same.
+    for key, cached in _CACHED_APART.items():
+        if fields.get(key) is not None:
+            total = _whole(fields[key], key)
+            for part in cached:
+                if fields.get(part) is not None:
+                    total += _whole(fields[part], part)
+            return total
     return None
+
+
+#: Input counts that leave the prompt cache's tokens out, with the fields that hold those.
+_CACHED_APART: dict[str, tuple[str, ...]] = {
+    "input_tokens": ("cache_creation_input_tokens", "cache_read_input_tokens"),
+    "inputTokens": ("cacheWriteInputTokens", "cacheReadInputTokens"),
+}
 
 
 def _response_usage(response: Mapping[str, Any]) -> int | None:
