@@ -89,3 +89,27 @@ def test_messages_that_are_not_a_list_are_a_format_error(bad: Any) -> None:
 
 async def _never(request: GuardedRequest) -> None:  # pragma: no cover - never called
     raise AssertionError("sent")
+
+
+def test_a_retry_with_the_content_refused_is_not_sent() -> None:
+    """The provider counted an output reserve (8,000) other than the ``max_tokens`` the guard
+    was given (1,000): the rebuilt view had the same content in new stub objects, and was sent
+    again for a second refusal instead of failing at once with the reason."""
+    from ctxbudget import ContextOverflowError, ContextWindowBudget, PruneConfig
+
+    refusal = (
+        "'max_tokens' or 'max_completion_tokens' is too large: 8000. This model's maximum"
+        " context length is 4096 tokens and your request has 2778 input tokens"
+        " (8000 > 4096 - 2778). None"
+    )  # vLLM's wording (shared overflow catalog, vllm-max-tokens-too-large)
+    budget = ContextWindowBudget(4_096, reserved_output=1_000, margin=0)
+    guard = ContextGuard(MODEL, budget=budget, prune=PruneConfig(threshold=10**9))
+    sent: list[GuardedRequest] = []
+
+    def send(request: GuardedRequest) -> dict[str, Any]:
+        sent.append(request)
+        raise RuntimeError(refusal)
+
+    with pytest.raises(ContextOverflowError, match="nothing left to prune"):
+        guard.send(send, agent_history([200]), max_tokens=1_000)
+    assert len(sent) == 1

@@ -820,7 +820,9 @@ def _resolved(fmt: str, infos: list[Any]) -> list[Any]:
 
 
 def _same_messages(a: list[Any], b: list[Any]) -> bool:
-    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+    """Whether a retry would send what was refused: stubs are rebuilt as new objects by each
+    rewrite, so equal content counts as the same (the overflow path only: no hot loop)."""
+    return len(a) == len(b) and all(x is y or x == y for x, y in zip(a, b, strict=True))
 
 
 def _usage_of(response: Any) -> Any:
