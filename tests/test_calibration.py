@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from types import SimpleNamespace
 from typing import Any
 
@@ -231,33 +230,6 @@ def test_conversations_are_kept_apart() -> None:
     assert not tracker.estimate(a, conversation="a").anchored
     tracker.reset()
     assert tracker.state().observations == 0
-
-
-def test_thread_safe() -> None:
-    tracker = CalibrationTracker("gpt-4o")
-    errors: list[BaseException] = []
-
-    def loop(k: int) -> None:
-        try:
-            history: list[dict[str, Any]] = [{"role": "user", "content": f"task {k}"}]
-            reported = 50
-            for i in range(40):
-                tracker.estimate(history, conversation=k)
-                tracker.observe(history, reported, conversation=k)
-                history = [*history, {"role": "user", "content": f"step {i} " * 10}]
-                reported += 40
-        except BaseException as exc:  # pragma: no cover - reported below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=loop, args=(k,)) for k in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
-    state = tracker.state()
-    assert state.observations == 240 and state.conversations == 6
-    assert 0.5 <= state.delta_factor <= 2.0
 
 
 @pytest.mark.parametrize(
