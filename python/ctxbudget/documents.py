@@ -23,16 +23,20 @@ what it is.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import errno
 import importlib
 import io
+import logging
 import os
+import pkgutil
 import re
 import stat
+import threading
 import zipfile
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from types import ModuleType
 from typing import Any, BinaryIO, Literal
 from xml.etree import ElementTree
@@ -295,7 +299,7 @@ def _convert(path: str, kind: DocumentKind, data: bytes, max_bytes: int) -> str:
     if kind != "pdf":
         _check_unpacked_size(path, data, max_bytes)
     converter = _CONVERTERS[kind]
-    out = _Output(path, max_bytes)
+    out = _Output(path, kind, max_bytes)
     try:
         converter(library, data, out)
     except (FileTooLargeError, DocumentConversionError):
@@ -331,13 +335,15 @@ def _without_lone_surrogates(text: str) -> str:
 class _Output:
     """Markdown being built, held to a byte cap so a zip bomb cannot exhaust memory."""
 
-    __slots__ = ("_limit", "_parts", "_size", "path")
+    __slots__ = ("_cells", "_limit", "_parts", "_size", "kind", "path")
 
-    def __init__(self, path: str, limit: int) -> None:
+    def __init__(self, path: str, kind: DocumentKind, limit: int) -> None:
         self.path = path
+        self.kind = kind
         self._limit = limit
         self._parts: list[str] = []
         self._size = 0
+        self._cells = 0
 
     def add(self, line: str) -> None:
         line = line.replace("\x00", "")
@@ -356,6 +362,22 @@ class _Output:
         if self._size + more > self._limit:
             size = self._size + more
             raise FileTooLargeError(self.path, size, self._limit, what="converted text")
+
+    def read_cells(self, count: int) -> None:
+        """Count table cells read, and refuse more of them than the cap has bytes.
+
+        Empty cells count: a sheet that declares a huge range around a few values, or a Word
+        cell spanning a million columns, is a few KiB of zip that would cost billions of
+        steps while adding little or nothing to the text.
+        """
+        self._cells += count
+        if self._cells > self._limit:
+            raise DocumentConversionError(
+                self.path,
+                self.kind,
+                f"its tables span over {self._limit:,} cells, empty ones included (one per "
+                "byte of the size cap); read a part of it instead",
+            )
 
     def blank(self) -> None:
         """End a block: one empty line, never two."""
@@ -378,25 +400,28 @@ def _cell(value: object) -> str:
     return text.replace("|", "\\|")
 
 
-def _table(rows: Iterable[Iterable[object]], out: _Output) -> None:
+def _table(rows: Iterable[Sequence[object]], out: _Output) -> None:
     """Rows as a markdown table, the first row as the header; empty rows and columns go.
 
     The table is held to the output's cap as its rows are read: a sheet's rows are only
-    parsed as they are asked for, and a sheet over the cap stops there."""
-    cells = []
-    size = 0
+    parsed as they are asked for, and a sheet over the cap stops there. Every row is printed
+    as wide as the widest, at least three bytes a cell, so a single far-right value is
+    refused before a wide table is built."""
+    cells: list[list[str]] = []
+    size = width = 0
     for row in rows:
         texts = [_cell(value) for value in row]
-        if any(texts):
-            cells.append(texts)
+        filled = len(texts)
+        while filled and not texts[filled - 1]:
+            filled -= 1
+        if filled:
+            cells.append(texts[:filled])
+            width = max(width, filled)
             size += sum(map(len, texts))  # characters: at most the bytes the table will take
-            out.check_room(size)
+            out.check_room(size + 3 * width * len(cells))
     if not cells:
         return
-    width = max(len(row) for row in cells)
-    while width > 0 and not any(len(row) >= width and row[width - 1] for row in cells):
-        width -= 1
-    cells = [(row + [""] * width)[:width] for row in cells]
+    cells = [row + [""] * (width - len(row)) for row in cells]
     out.blank()
     out.add("| " + " | ".join(cells[0]) + " |")
     out.add("|" + " --- |" * width)
@@ -410,7 +435,67 @@ def _table(rows: Iterable[Iterable[object]], out: _Output) -> None:
 _PDF_TAIL = 65_536
 
 
+class _QuietThreads(logging.Filter):
+    """Drops the records of the threads converting a PDF in :func:`read_tool_file`, only.
+
+    pypdf logs each repair it makes to a damaged PDF (``incorrect startxref pointer(2)``) as
+    a warning on its module's logger, which Python prints to stderr when logging is not
+    configured; the caller already gets the text or a :class:`DocumentConversionError`.
+    Raising pypdf's level would also silence the user's own use of pypdf, in other threads
+    or outside our call. This filter is put once on the logger of every pypdf module (a
+    logger's filters see only the records made on it, not its children's) and stays there:
+    taking it off while another thread's record is being filtered could skip one of the
+    user's own filters.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lock = threading.Lock()
+        self._threads: set[int] = set()
+        self._installed = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        # Filters run in the thread that logs (``record.thread`` is unset without logThreads).
+        return threading.get_ident() not in self._threads
+
+    @contextlib.contextmanager
+    def quiet(self, package: ModuleType) -> Iterator[None]:
+        """Drop this thread's records on ``package``'s loggers while in the block."""
+        with self._lock:
+            if not self._installed:
+                for name in [package.__name__, *_submodules(package)]:
+                    logging.getLogger(name).addFilter(self)
+                self._installed = True
+        me = threading.get_ident()
+        self._threads.add(me)
+        try:
+            yield
+        finally:
+            self._threads.discard(me)
+
+
+def _submodules(package: ModuleType) -> Iterator[str]:
+    """The names of all modules under ``package``, found on disk without importing them
+    (pypdf imports some, ``pypdf.filters`` among them, only when a PDF needs them)."""
+    stack = [(list(getattr(package, "__path__", [])), package.__name__ + ".")]
+    while stack:
+        paths, prefix = stack.pop()
+        for info in pkgutil.iter_modules(paths, prefix):
+            yield info.name
+            where = getattr(info.module_finder, "path", None)
+            if info.ispkg and isinstance(where, str):
+                stack.append(([os.path.join(where, info.name.rpartition(".")[2])], info.name + "."))
+
+
+_PYPDF_LOGS = _QuietThreads()
+
+
 def _convert_pdf(pypdf: ModuleType, data: bytes, out: _Output) -> None:
+    with _PYPDF_LOGS.quiet(pypdf):
+        _read_pdf(pypdf, data, out)
+
+
+def _read_pdf(pypdf: ModuleType, data: bytes, out: _Output) -> None:
     if b"%%EOF" not in data[-_PDF_TAIL:]:
         # Cut short (a download that stopped) or not a PDF: pypdf would search the whole file
         # backwards for the marker, a line at a time (16 MB: 10 s), then fail.
@@ -464,12 +549,54 @@ def _as_word_document(data: bytes) -> bytes:
 
 def _convert_docx(docx: ModuleType, data: bytes, out: _Output) -> None:
     document = docx.Document(io.BytesIO(_as_word_document(data)))
-    table_type = importlib.import_module("docx.table").Table
+    table_module = importlib.import_module("docx.table")
     for block in document.iter_inner_content():
-        if isinstance(block, table_type):
-            _table(([cell.text for cell in row.cells] for row in block.rows), out)
+        if isinstance(block, table_module.Table):
+            _table(_docx_rows(block, table_module, out), out)
         else:
             _docx_paragraph(block, out)
+
+
+def _docx_rows(table: Any, table_module: ModuleType, out: _Output) -> Iterator[list[str]]:
+    """A Word table's rows of cell texts, as python-docx's ``row.cells`` gives them.
+
+    A cell spanning several columns is repeated in each, and a cell merged down is repeated
+    in the rows below, as there. But ``row.cells`` makes an object per spanned column before
+    anything can be counted (``gridSpan="100000000"``: gigabytes) and reads a cell's text
+    once per column, and finds a merged cell's text by walking up the rows again in every
+    row (500 merged rows: 6 s; 1,000 or more: a ``RecursionError``). Here each cell's text
+    is read once, spans are counted with :meth:`_Output.read_cells` before they are made,
+    and a merged cell's text is carried down a row at a time.
+    """
+    above: dict[int, str] = {}  # grid column -> text of the cell starting there, a row up
+    for tr in table._tbl.tr_lst:
+        row: list[str] = []
+        here: dict[int, str] = {}
+        column = tr.grid_before
+        for tc in tr.tc_lst:
+            span = tc.grid_span
+            out.read_cells(max(span, 1))
+            if tc.vMerge == "continue":
+                text = above.get(column, "")
+            else:
+                text = _docx_cell_text(table_module._Cell(tc, table), table_module, out)
+            here[column] = text
+            row.extend([text] * span)
+            column += span
+        above = here
+        yield row
+
+
+def _docx_cell_text(cell: Any, table_module: ModuleType, out: _Output) -> str:
+    """A cell's paragraphs and the text of the tables nested in it (``cell.text`` has only
+    the paragraphs: a table inside a cell was lost)."""
+    parts: list[str] = []
+    for block in cell.iter_inner_content():
+        if isinstance(block, table_module.Table):
+            parts.extend(text for row in _docx_rows(block, table_module, out) for text in row)
+        else:
+            parts.append(block.text)
+    return "\n".join(parts)
 
 
 def _docx_paragraph(paragraph: Any, out: _Output) -> None:
@@ -508,9 +635,35 @@ def _convert_xlsx(openpyxl: ModuleType, data: bytes, out: _Output) -> None:
         for sheet in workbook.worksheets:
             out.add(f"## {sheet.title}")
             out.blank()
-            _table(sheet.iter_rows(values_only=True), out)
+            _forget_dimensions(sheet)
+            _table(_counted(sheet.iter_rows(max_row=_EXCEL_MAX_ROWS, values_only=True), out), out)
     finally:
         workbook.close()
+
+
+#: Rows in an Excel sheet. A row numbered past it (no spreadsheet writes one) is not read:
+#: openpyxl would hand over each row missing before it, a billion for ``<row r="1e9">``.
+_EXCEL_MAX_ROWS = 1 << 20
+
+
+def _counted(rows: Iterable[Sequence[object]], out: _Output) -> Iterator[Sequence[object]]:
+    """``rows``, each counted with :meth:`_Output.read_cells` (a missing row as one cell)."""
+    for row in rows:
+        out.read_cells(max(len(row), 1))
+        yield row
+
+
+def _forget_dimensions(sheet: Any) -> None:
+    """Read a sheet's rows as they are, not as its ``<dimension>`` element says.
+
+    openpyxl's read-only rows otherwise stop at the declared last row and column, dropping
+    any value past a stale range (without a word), and pad every row and every gap between
+    rows to the declared width: one value in the sheet's far corner (``XFD1048576``, which
+    openpyxl itself declares so) made 17 billion cells of a 5 KiB file.
+    """
+    reset = getattr(sheet, "reset_dimensions", None)
+    if reset is not None:
+        reset()
 
 
 def _convert_pptx(pptx: ModuleType, data: bytes, out: _Output) -> None:

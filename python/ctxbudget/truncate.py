@@ -22,6 +22,7 @@ model sees never claims to show a part it does not show.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import operator
@@ -265,21 +266,37 @@ def _write_spill(
     store = _spill.default_spill_store() if spill is None else spill
     try:
         location = store.write(text, label=label)
-        if not isinstance(location, str) or not location:
-            raise TypeError(f"{type(store).__name__}.write returned {location!r}, not a location")
+        _check_location(store, location)
     except Exception as err:
         logger.warning("could not spill a truncated tool output to %r: %s", store, err)
         return None, f"{type(err).__name__}: {err}", _failure_reason(err)
     return location, None, None
 
 
+def _check_location(store: object, location: object) -> None:
+    """Refuse a location the model cannot be told: not a non-empty ``str``, or not valid
+    Unicode (a lone surrogate, as ``os.fsdecode`` makes of a non-UTF-8 directory name),
+    which no hint, estimate or provider request can carry."""
+    if not isinstance(location, str) or not location:
+        raise TypeError(f"{type(store).__name__}.write returned {location!r}, not a location")
+    try:
+        location.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(
+            f"{type(store).__name__}.write returned {location!r}, which is not valid Unicode"
+        ) from None
+
+
 def _failure_reason(err: Exception) -> str:
     """A reason the model may read: an OS error's description, else the error class.
 
-    Never the exception's message, which often names the path that failed.
+    Never the exception's message, which often names the path that failed. An ``OSError``
+    made with other arguments (``OSError("Forbidden", url)``) has its first one as ``errno``,
+    which ``os.strerror`` refuses: the reason is then the class, not an error of our own.
     """
-    if isinstance(err, OSError) and err.errno is not None:
-        return os.strerror(err.errno)
+    if isinstance(err, OSError) and isinstance(err.errno, int):
+        with contextlib.suppress(OverflowError, ValueError):
+            return os.strerror(err.errno)
     return type(err).__name__
 
 
