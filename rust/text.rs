@@ -280,6 +280,11 @@ pub fn detect_type(data: &[u8]) -> Option<&'static str> {
         (b"\xce\xfa\xed\xfe", "macho"),
         (b"\xcf\xfa\xed\xfe", "macho"),
         (b"\xca\xfe\xba\xbf", "macho"),
+        // Compound File Binary: .doc/.xls/.ppt, .msg, and any password-protected .docx/.xlsx.
+        (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "ole2"),
+        // UTF-32 byte order marks (the little-endian one starts like UTF-16's).
+        (b"\xff\xfe\0\0", "utf32"),
+        (b"\0\0\xfe\xff", "utf32"),
     ];
     if let Some(&(_, kind)) = PREFIXES.iter().find(|(magic, _)| data.starts_with(magic)) {
         return Some(kind);
@@ -359,6 +364,8 @@ fn describe(kind: &str) -> &'static str {
         "ico" => "an ICO icon",
         "bmp" => "a BMP image",
         "utf16" => "UTF-16 (utf16) text",
+        "utf32" => "UTF-32 (utf32) text",
+        "ole2" => "a legacy or password-protected Office document (ole2)",
         _ => "binary data",
     }
 }
@@ -837,6 +844,9 @@ mod tests {
             ),
             (with_tail(b"\xff\xfeh\0i\0"), "utf16"),
             (with_tail(b"\xfe\xff\0h\0i"), "utf16"),
+            (with_tail(b"\xff\xfe\0\0h\0\0\0"), "utf32"),
+            (with_tail(b"\0\0\xfe\xff\0\0\0h"), "utf32"),
+            (with_tail(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1\0\0"), "ole2"),
         ];
         for (data, kind) in cases {
             assert_eq!(detect_type(&data), Some(kind), "{kind}: {data:?}");

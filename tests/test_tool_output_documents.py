@@ -502,6 +502,10 @@ BINARIES = {
     "gzip": gzip.compress(b"hello world " * 50),
     "zip": plain_zip(),
     "jpeg": b"\xff\xd8\xff\xe0\x00\x10JFIF\x00\x01\x01\x00",
+    # A compound file's header (a .doc/.xls/.ppt, or an Office file saved with a password):
+    # magic, CLSID, minor and major version, byte order mark, sector shift.
+    "ole2": b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(16) + b">\x00\x03\x00\xfe\xff\t\x00",
+    "utf32": "\ufeffName  Value\n".encode("utf-32-le"),
 }
 
 
