@@ -249,7 +249,7 @@ def convert_messages(
         normalized = _merge_items(normalized)
     sys_messages = _system_messages(system)
     normalized = sys_messages + normalized
-    w = _Writer(to, strict)
+    w = _Writer(to, strict, len(sys_messages))
     if to == "openai_chat":
         return ConvertedMessages("openai_chat", _write_chat(normalized, w))
     if to == "openai_responses":

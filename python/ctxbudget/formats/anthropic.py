@@ -17,11 +17,13 @@ from ctxbudget.formats.common import (
     _call_id,
     _check_json,
     _extra,
+    _message_loss,
     _read_content,
     _Reader,
     _rest,
     _same,
     _signature,
+    _url_kind,
     _Writer,
     shown,
 )
@@ -187,12 +189,16 @@ def _read_anthropic(message: object, index: int) -> Message:
 # --------------------------------------------------------------------------- writing
 
 
-def _anth_source_out(part: Part) -> dict[str, Any]:
+def _anth_source_out(part: Part, w: _Writer, path: str) -> dict[str, Any] | None:
+    """An image or document's ``source``; ``None`` for a file id of another provider's store
+    (lossy: Anthropic cannot open it)."""
     if part.data is not None:
         return {"type": "base64", "media_type": part.media_type, "data": _as_b64(part.data)}
     if part.extra.get("_file"):
         return {"type": "file", "file_id": part.url}
-    return {"type": "url", "url": part.url}
+    if _same(part, "anthropic") or _url_kind(part, "anthropic", w, path) == "url":
+        return {"type": "url", "url": part.url}
+    return None
 
 
 def _anth_block_out(part: Part, w: _Writer, path: str) -> dict[str, Any] | None:
@@ -202,12 +208,16 @@ def _anth_block_out(part: Part, w: _Writer, path: str) -> dict[str, Any] | None:
     if part.kind == "image":
         if part.url and part.url.startswith("gs://"):
             w.lossy(path, "a Gemini file URI cannot be read by Anthropic")
-        return {"type": "image", "source": _anth_source_out(part)} | extra
+        source = _anth_source_out(part, w, path)
+        return {"type": "image", "source": source} | extra if source else None
     if part.kind == "document":
         if part.text and part.data is None:
             source = {"type": "text", "media_type": part.media_type or "text/plain"}
             return {"type": "document", "source": source | {"data": part.text}} | extra
-        doc: dict[str, Any] = {"type": "document", "source": _anth_source_out(part)}
+        doc_source = _anth_source_out(part, w, path)
+        if doc_source is None:
+            return None
+        doc: dict[str, Any] = {"type": "document", "source": doc_source}
         if part.name is not None and not _same(part, "anthropic"):
             doc["title"] = part.name
         return doc | extra
@@ -263,6 +273,8 @@ def _write_anthropic(messages: Sequence[Message], w: _Writer) -> tuple[list[dict
     merge_user = False  # a user message right after OpenAI tool messages joins their turn
     for index, message in enumerate(messages):
         w.index = index
+        if _message_loss(message, "anthropic", w):
+            continue
         if message.role in ("system", "developer"):
             if out:
                 w.lossy("role", "Anthropic takes the system prompt only before the conversation")

@@ -78,23 +78,33 @@ def _read_content(
 
 
 class _Writer:
-    """Collects what a conversion would lose; raises in strict mode."""
+    """Collects what a conversion would lose; raises in strict mode.
 
-    __slots__ = ("fmt", "index", "strict")
+    ``system`` is how many messages made of the caller's separate system prompt lead the list
+    written: an error names the caller's message index (or the ``system`` field), not the
+    position in that longer list.
+    """
 
-    def __init__(self, fmt: str, strict: bool) -> None:
+    __slots__ = ("fmt", "index", "strict", "system")
+
+    def __init__(self, fmt: str, strict: bool, system: int = 0) -> None:
         self.fmt = fmt
         self.strict = strict
+        self.system = system
         self.index: int | None = None
 
     def lossy(self, path: str, why: str) -> None:
-        if self.strict:
-            raise MessageFormatError(
-                f"{why}; cannot write it as {self.fmt} without loss (strict=False drops it)",
-                self.index,
-                path,
-                self.fmt,
-            )
+        if not self.strict:
+            return
+        index = self.index
+        if index is not None and self.system:
+            index, path = (index - self.system, path) if index >= self.system else (None, "system")
+        raise MessageFormatError(
+            f"{why}; cannot write it as {self.fmt} without loss (strict=False drops it)",
+            index,
+            path,
+            self.fmt,
+        )
 
 
 def _rest(obj: Mapping[str, Any], known: Iterable[str]) -> dict[str, Any]:
@@ -126,6 +136,50 @@ def _extra(part: Part | Message, fmt: str) -> dict[str, Any]:
     if part.provider != fmt:
         return {}
     return public_fields(part.extra)
+
+
+#: Chat Completions assistant fields the model reads that no other format has: a refusal
+#: (``ChatCompletionMessage.refusal``), a reference to an earlier audio reply, a legacy
+#: ``function_call``.
+_CHAT_ONLY_FIELDS = ("refusal", "audio", "function_call")
+
+
+def _message_loss(message: Message, fmt: str, w: _Writer) -> bool:
+    """Report what a Chat Completions message carries at its own level that ``fmt`` cannot:
+    a participant ``name``, the fields of :data:`_CHAT_ONLY_FIELDS`, a legacy ``function``
+    result. Returns whether the whole message has no ``fmt`` form (a ``function`` result:
+    dropped when not strict, with the ``function_call`` it answers). Fields of Anthropic
+    blocks are checked too (:func:`_anthropic_fields_loss`)."""
+    if message.provider == fmt:
+        return False
+    _anthropic_fields_loss(message.parts, fmt, w, "content")
+    if message.provider != "openai_chat":
+        return False
+    if message.name is not None:
+        w.lossy("name", f"{fmt} messages have no participant name")
+    for key in _CHAT_ONLY_FIELDS:
+        if message.extra.get(key) is not None:
+            w.lossy(key, f"the Chat Completions {key!r} field has no {fmt} form")
+    if message.role == "function":
+        w.lossy("role", f"a legacy function result has no {fmt} form")
+        return True
+    return False
+
+
+def _anthropic_fields_loss(parts: Iterable[Part], fmt: str, w: _Writer, path: str) -> None:
+    """Report the fields of Anthropic blocks (tool results' blocks too) that ``fmt`` has no
+    place for: ``cache_control``, ``citations``, a document's ``title`` or ``context``, a
+    tool result's ``is_error``. The API refuses fields it does not know, so every field an
+    Anthropic block has means something to the model or the cache."""
+    for i, part in enumerate(parts):
+        if part.provider != "anthropic" or part.kind == "other":  # "other": lossy when written
+            continue
+        for key, value in public_fields(part.extra).items():
+            if value is not None and value != [] and value != {}:
+                w.lossy(f"{path}[{i}].{key}", f"the Anthropic {key!r} field has no {fmt} form")
+        if part.is_error and fmt != "anthropic":
+            w.lossy(f"{path}[{i}].is_error", f"a tool result's error flag has no {fmt} form")
+        _anthropic_fields_loss(part.content, fmt, w, f"{path}[{i}].content")
 
 
 def _signature(part: Part, fmt: str, w: _Writer, path: str) -> Any:
@@ -303,6 +357,33 @@ def _parse_data_url(url: str) -> tuple[str | None, str | None]:
     head, _, payload = url.partition(",")
     media = head[5:].split(";", 1)[0] or None
     return media, payload if ";base64" in head else None
+
+
+#: Which provider's file store a format's file ids point into (OpenAI's two APIs share one).
+_FILE_STORE = {
+    "openai_chat": "OpenAI",
+    "openai_responses": "OpenAI",
+    "anthropic": "Anthropic",
+    "gemini": "Gemini",
+}
+
+
+def _url_kind(part: Part, fmt: str, w: _Writer, path: str) -> str | None:
+    """How ``part.url`` can be written in ``fmt``: ``"url"`` (a URL anyone can fetch, or a
+    data URL), ``"file"`` (a file id in the store ``fmt`` reads: OpenAI ``file-...``,
+    Anthropic ``file_...``), or ``None`` (a file id in another provider's store: no other
+    provider can open it, so it is lossy, and dropped when not strict).
+
+    The view keeps a file id and a URL in the same field; the URL schemes tell them apart.
+    """
+    url = part.url or ""
+    if url.startswith(("http://", "https://", "data:", "gs://")):
+        return "url"
+    store = _FILE_STORE.get(part.provider or "")
+    if store == _FILE_STORE[fmt]:
+        return "file"
+    w.lossy(path, f"a file id of the {store or 'unknown'} file store cannot be read by {fmt}")
+    return None
 
 
 def _data_url(media_type: str | None, data: str | bytes | None) -> str:

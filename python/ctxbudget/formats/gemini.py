@@ -17,12 +17,14 @@ from ctxbudget.formats.common import (
     _args_object,
     _check_json,
     _genai_to_dict,
+    _message_loss,
     _parts_text,
     _Reader,
     _rest,
     _same,
     _signature,
     _too_deep,
+    _url_kind,
     _Writer,
     public_fields,
     shown,
@@ -52,16 +54,25 @@ def _snake(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _result_text(response: Any) -> str:
-    """A Gemini ``function_response.response`` as tool-result text (inverse of _result_obj)."""
+    """A Gemini ``function_response.response`` as tool-result text (inverse of _result_obj).
+
+    ``{"result": text}`` is the text alone, unless that text reads back as another response
+    (``{"result": '{"a": 1}'}`` would come back as ``{"a": 1}``): then it is the JSON of the
+    whole response, as any other response is, so that every response has its own text.
+    """
     if isinstance(response, Mapping) and set(response) == {"result"}:
         value = response["result"]
-        if isinstance(value, str):
+        if isinstance(value, str) and _result_obj(value) == dict(response):
             return value
     return json.dumps(response, ensure_ascii=False)
 
 
 def _result_obj(text: str) -> Any:
-    """Tool-result text as a Gemini ``response`` object, so that _result_text gives it back."""
+    """Tool-result text as a Gemini ``response`` object, so that _result_text gives it back:
+    the object it is the JSON of, when _result_text writes that object as this very text;
+    else ``{"result": text}``."""
+    if not text.startswith("{"):  # no JSON object text: a long tool output is not parsed
+        return {"result": text}
     try:
         value = json.loads(text)
     except (ValueError, RecursionError):  # not JSON, or too deep to be an object we rewrite
@@ -69,7 +80,7 @@ def _result_obj(text: str) -> Any:
     if (
         isinstance(value, dict)
         and json.dumps(value, ensure_ascii=False) == text
-        and not (set(value) == {"result"} and isinstance(value["result"], str))
+        and _result_text(value) == text
     ):
         return value
     return {"result": text}
@@ -251,6 +262,8 @@ def _gem_part_out(part: Part, w: _Writer, path: str, ids: dict[str, str]) -> dic
                     "_blob", {}
                 )
             out = {"inline_data": blob}
+        elif part.url and not same and _url_kind(part, "gemini", w, path) != "url":
+            return None  # a file id of another provider's store (lossy)
         elif part.url:
             fd: dict[str, Any] = {"file_uri": part.url}
             if part.media_type:
@@ -304,6 +317,8 @@ def _write_gemini(messages: Sequence[Message], w: _Writer) -> tuple[list[dict[st
     names: dict[str, str] = {}
     for index, message in enumerate(messages):
         w.index = index
+        if _message_loss(message, "gemini", w):
+            continue
         for p in message.parts:
             if p.kind == "tool_call" and p.call_id and p.name:
                 names[p.call_id] = p.name

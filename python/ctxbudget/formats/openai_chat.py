@@ -17,6 +17,7 @@ from ctxbudget.formats.common import (
     _call_id,
     _data_url,
     _extra,
+    _message_loss,
     _parse_args,
     _parse_data_url,
     _read_content,
@@ -24,6 +25,7 @@ from ctxbudget.formats.common import (
     _rest,
     _same,
     _signature,
+    _url_kind,
     _Writer,
     shown,
 )
@@ -167,6 +169,13 @@ def _chat_block(part: Part, w: _Writer, path: str) -> dict[str, Any] | None:
             return {"type": "refusal", "refusal": part.text}
         return {"type": "text", "text": part.text} | _extra(part, "openai_chat")
     if part.kind == "image":
+        if (
+            part.url
+            and not _same(part, "openai_chat")
+            and _url_kind(part, "openai_chat", w, path) != "url"
+        ):
+            w.lossy(path, "Chat Completions takes an image as a URL, not a file id")
+            return None
         image: dict[str, Any] = {"url": part.url or _data_url(part.media_type, part.data)}
         if part.detail is not None and (part.detail != "auto" or _same(part, "openai_chat")):
             image["detail"] = part.detail  # "auto" is the default: written only if it was
@@ -183,8 +192,11 @@ def _chat_block(part: Part, w: _Writer, path: str) -> dict[str, Any] | None:
             return None
         if part.data is not None:
             info["file_data"] = _data_url(part.media_type, part.data)
-        elif part.url:
+        elif _same(part, "openai_chat") or _url_kind(part, "openai_chat", w, path) == "file":
             info["file_id"] = part.url
+        else:  # a file id of another store (lossy above), or a URL
+            w.lossy(path, "a Chat Completions file part takes a file id or data, not a URL")
+            return None
         if part.name is not None:
             info["filename"] = part.name
         return {"type": "file", "file": info}
@@ -210,6 +222,7 @@ def _write_chat(messages: Sequence[Message], w: _Writer) -> list[dict[str, Any]]
     out: list[dict[str, Any]] = []
     for index, message in enumerate(messages):
         w.index = index
+        _message_loss(message, "openai_chat", w)
         same = _same(message, "openai_chat")
         results = [p for p in message.parts if p.kind == "tool_result"]
         others = [p for p in message.parts if p.kind != "tool_result"]

@@ -7,7 +7,7 @@ is several items here, so :func:`_merge_items` joins them before writing another
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -17,6 +17,7 @@ from ctxbudget.formats.common import (
     _check_json,
     _data_url,
     _extra,
+    _message_loss,
     _parse_args,
     _parse_data_url,
     _read_content,
@@ -24,6 +25,7 @@ from ctxbudget.formats.common import (
     _rest,
     _same,
     _signature,
+    _url_kind,
     _Writer,
     shown,
 )
@@ -78,12 +80,12 @@ def _resp_part(r: _Reader, raw: object, path: str) -> Part:
         media, data = _parse_data_url(url or "")
         return Part(
             "image",
-            url=url,
+            url=url or _image_file_id(r, block, path),
             media_type=media,
             data=data,
             detail=block.get("detail"),
             provider="openai_responses",
-            extra=_rest(block, ("type", "image_url", "detail")),
+            extra=_rest(block, ("type", "image_url", "file_id", "detail")),
         )
     if kind == "input_file":
         file_data = r.str_(block, "file_data", f"{path}.", required=False)
@@ -96,13 +98,20 @@ def _resp_part(r: _Reader, raw: object, path: str) -> Part:
             or r.str_(block, "file_url", f"{path}.", required=False),
             name=r.str_(block, "filename", f"{path}.", required=False),
             provider="openai_responses",
-            extra=_rest(block, ("type", "file_data", "file_id", "filename")),
+            extra=_rest(block, ("type", "file_data", "file_id", "file_url", "filename")),
         )
     if kind == "input_audio":
         audio = r.mapping(block.get("input_audio"), f"{path}.input_audio")
         data = r.str_(audio, "data", f"{path}.input_audio.", required=False)
         return Part("audio", data=data, media_type=f"audio/{audio.get('format')}")
     raise r.fail(f"{path}.type", f"unknown content part type {shown(kind)}")
+
+
+def _image_file_id(r: _Reader, block: Mapping[str, Any], path: str) -> str:
+    """The ``file_id`` of an ``input_image`` without ``image_url``: it needs one of the two."""
+    if block.get("file_id") is None:
+        raise r.fail(f"{path}.image_url", "missing (an input_image takes image_url or file_id)")
+    return str(r.str_(block, "file_id", f"{path}."))
 
 
 def _read_responses(item: object, index: int) -> Message:
@@ -164,8 +173,7 @@ def _read_responses(item: object, index: int) -> Message:
             text="\n\n".join(texts),
             signature=m.get("encrypted_content"),
             provider="openai_responses",
-            extra=_rest(m, ("type", "summary", "encrypted_content"))
-            | {"_summary_count": len(texts)},
+            extra=_rest(m, ("type", "summary", "encrypted_content")) | {"_summary": tuple(texts)},
         )
         return Message("assistant", (part,), provider="openai_responses", source=item)
     if isinstance(kind, str) and kind in _RESP_ITEM_TYPES:
@@ -221,23 +229,20 @@ def _resp_block(part: Part, role: str, w: _Writer, path: str) -> dict[str, Any] 
             k: v for k, v in _extra(part, "openai_responses").items() if k != "type"
         }
     if part.kind == "image":
-        block: dict[str, Any] = {
-            "type": "input_image",
-            "image_url": part.url or _data_url(part.media_type, part.data),
-        }
+        block = {"type": "input_image"} | _resp_source(part, "image_url", w, path)
+        if len(block) == 1:
+            return None
         block["detail"] = part.detail if part.detail is not None else "auto"
         if same and part.detail is None:
             del block["detail"]
         return block | _extra(part, "openai_responses")
     if part.kind == "document":
-        if part.data is not None:
-            block = {"type": "input_file", "file_data": _data_url(part.media_type, part.data)}
-        elif part.url:
-            block = {"type": "input_file", "file_id": part.url}
-        elif part.text:
-            return {"type": "input_text", "text": part.text}
-        else:
+        if part.data is None and not part.url:
+            return {"type": "input_text", "text": part.text} if part.text else None
+        source = _resp_source(part, "file_data", w, path)
+        if not source:
             return None
+        block = {"type": "input_file"} | source
         if part.name is not None:
             block["filename"] = part.name
         return block | _extra(part, "openai_responses")
@@ -248,11 +253,28 @@ def _resp_block(part: Part, role: str, w: _Writer, path: str) -> dict[str, Any] 
     return None
 
 
+def _resp_source(part: Part, inline: str, w: _Writer, path: str) -> dict[str, Any]:
+    """Where an image or file part's bytes are: ``{inline: data URL}`` for inline data (or a
+    data URL), ``file_url``/``image_url`` for a URL, ``file_id`` for an OpenAI file id; empty
+    when it is a file id of another provider (lossy)."""
+    if part.data is not None:
+        url = part.url if part.url and part.url.startswith("data:") else None
+        return {inline: url or _data_url(part.media_type, part.data)}
+    kind = _url_kind(part, "openai_responses", w, path)
+    if kind == "file":
+        return {"file_id": part.url}
+    if kind == "url":
+        return {"image_url" if inline == "image_url" else "file_url": part.url}
+    return {}
+
+
 def _write_responses(messages: Sequence[Message], w: _Writer) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     custom_calls: set[str] = set()  # ids of custom tool calls: their outputs are custom too
     for index, message in enumerate(messages):
         w.index = index
+        if _message_loss(message, "openai_responses", w):
+            continue
         same = _same(message, "openai_responses")
         pending: list[Part] = []
 
@@ -327,10 +349,7 @@ def _write_responses(messages: Sequence[Message], w: _Writer) -> list[dict[str, 
             elif part.kind == "reasoning":
                 flush()
                 item: dict[str, Any] = {"type": "reasoning"}
-                count = (
-                    part.extra.get("_summary_count", 1) if _same(part, "openai_responses") else 1
-                )
-                texts = part.text.split("\n\n") if count > 1 else ([part.text] if part.text else [])
+                texts = _summary_texts(part)
                 item["summary"] = [{"type": "summary_text", "text": t} for t in texts]
                 sig = _signature(part, "openai_responses", w, path)
                 if sig is not None:
@@ -350,3 +369,13 @@ def _write_responses(messages: Sequence[Message], w: _Writer) -> list[dict[str, 
             item = {"role": message.role, "content": content}
             out.append(item | (dict(message.extra) if same else {}))
     return out
+
+
+def _summary_texts(part: Part) -> list[str]:
+    """A reasoning part's summary texts: those it was read from while its text is still
+    their join (a summary text may hold blank lines itself, so splitting the join at them
+    would make more texts); else its text as one."""
+    read = part.extra.get("_summary") if _same(part, "openai_responses") else None
+    if read is not None and "\n\n".join(read) == part.text:
+        return list(read)
+    return [part.text] if part.text else []
