@@ -54,7 +54,7 @@ from __future__ import annotations
 import math
 import threading
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import accumulate, islice
 from operator import itemgetter
@@ -74,7 +74,7 @@ from ctxbudget.prune_index import (
 )
 from ctxbudget.request import RequestEstimate, RequestEstimator
 from ctxbudget.stubs import (
-    in_history_type,
+    history_model,
     missing_text,
     replace_results,
     result_message,
@@ -329,6 +329,8 @@ class Pruner:
         # The old outputs the last call stubbed, and what it made of them (see _old_stubs).
         self._old_seen: tuple[list[Candidate], dict[int, dict[int, tuple[StubKind, int, str]]]]
         self._old_seen = ([], {})
+        # The SDK objects the last view's messages made here became (see _in_history_type).
+        self._typed: dict[int, tuple[Any, Any]] = {}
 
     def prune(
         self,
@@ -501,7 +503,11 @@ class Pruner:
         slots: dict[int, tuple[StubKind, int, str]],
         names: dict[str, str],
     ) -> tuple[Any, tuple[tuple[str, str | None, int, int, StubKind], ...], bool]:
-        """(new message, what was stubbed, made now) for one message, cached per object."""
+        """(new message, what was stubbed, made now) for one message, cached per object.
+
+        An output whose stub is not smaller than it (a short output of dense tokens, base64
+        or CJK, whose head is most of it) is kept: stubbing it would grow the request and
+        lose the data. When no slot is left, the message is ``m`` itself, not a copy."""
         ids = {slot: (rid, rname) for rid, rname, slot in info.results}
         # The stub names the call (its id, made up for Gemini without ids, may move) and the
         # tool, which the call's message gives: both are part of what the stub depends on.
@@ -528,11 +534,14 @@ class Pruner:
                 head_chars=cfg.head_chars,
                 head_lines=cfg.head_lines,
             )
+            stub_tokens = estimate_tokens(stub, self.encoding)
+            if stub_tokens >= tokens:
+                continue
             texts[slot] = stub
-            done.append((rid or "", tool, tokens, estimate_tokens(stub, self.encoding), kind))
-        new = replace_results(fmt, m, texts)
+            done.append((rid or "", tool, tokens, stub_tokens, kind))
+        new = replace_results(fmt, m, texts) if texts else m
         self._stubs[key] = (m, ref, new, tuple(done))
-        return new, tuple(done), True
+        return new, tuple(done), bool(texts)
 
     def _rewrite(
         self,
@@ -585,7 +594,7 @@ class Pruner:
                 done_to = j
             out += base[done_to:]
             positions += range(done_to, n)
-        out = in_history_type(out, msgs)
+        out = self._in_history_type(out, msgs)
         if missed:
             pruned = sorted([*pruned, *missed], key=lambda p: p.index)
         if changed:  # stubs made earlier were checked when they were made
@@ -673,6 +682,26 @@ class Pruner:
         else:
             made = with_results(fmt, message, blocks)
         made_now[key] = (message, made, ref)
+        return made
+
+    def _in_history_type(self, out: list[Any], msgs: list[Any]) -> list[Any]:
+        """``in_history_type(out, msgs)``, each message made here turned into the history's
+        class once: a google-genai ``Content`` history gets the same stub objects turn after
+        turn (a stable view; what reads the view by object, the guard's pairing check and
+        its stub caches, does not read them again), as a history of dicts does."""
+        validate = history_model(msgs)
+        if validate is None:
+            return out
+        typed: dict[int, tuple[Any, Any]] = {}
+        made = []
+        for m in out:
+            if isinstance(m, Mapping):
+                hit = self._typed.get(id(m))
+                obj = hit[1] if hit is not None and hit[0] is m else validate(m)
+                typed[id(m)] = (m, obj)
+                m = obj
+            made.append(m)
+        self._typed = typed
         return made
 
     def _trim_caches(self, msgs: list[Any]) -> None:

@@ -38,7 +38,7 @@ The three texts, verbatim (``{...}`` filled in):
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ctxbudget.formats.common import as_mapping
@@ -186,7 +186,9 @@ def replace_results(fmt: str, message: Any, stubs: Mapping[int, str]) -> dict[st
     m: dict[str, Any] = dict(message) if isinstance(message, Mapping) else _dump(message)
     if fmt == "openai_chat":
         (text,) = stubs.values()
-        m["content"] = text
+        # a tool message's image or file parts (providers that take them there) are kept
+        kept = _keep_non_text(m.get("content"), ("text",))
+        m["content"] = [{"type": "text", "text": text}, *kept] if kept else text
     elif fmt == "openai_responses":
         (text,) = stubs.values()
         kept = _keep_non_text(m.get("output"), ("input_text", "output_text", "text"))
@@ -265,17 +267,26 @@ def _is_response(part: Mapping[str, Any]) -> bool:
     return part.get("function_response") is not None or part.get("functionResponse") is not None
 
 
-def in_history_type(out: list[Any], history: Sequence[Any]) -> list[Any]:
-    """``out`` with the messages ctxbudget made (dicts) turned into objects of the history's
-    message class, when the history is SDK models of one class (google-genai ``Content``):
-    a rewritten history keeps one message type. Anything else is returned as it is.
-    """
+def history_model(history: Sequence[Any]) -> Callable[[Any], Any] | None:
+    """The ``model_validate`` of the history's message class when the history is SDK models
+    of one class (google-genai ``Content``), else ``None``: the messages ctxbudget makes
+    (dicts) become objects of that class, so a rewritten history keeps one message type."""
     first = history[0] if history else None
     cls = type(first)
     validate = getattr(cls, "model_validate", None)
     if first is None or isinstance(first, Mapping) or validate is None:
-        return out
+        return None
     if not all(type(m) is cls for m in history):
+        return None
+    return validate  # type: ignore[no-any-return]
+
+
+def in_history_type(out: list[Any], history: Sequence[Any]) -> list[Any]:
+    """``out`` with the messages ctxbudget made (dicts) turned into objects of the history's
+    message class (see :func:`history_model`). Anything else is returned as it is.
+    """
+    validate = history_model(history)
+    if validate is None:
         return out
     return [validate(m) if isinstance(m, Mapping) else m for m in out]
 
