@@ -102,6 +102,9 @@ def _mapped_or_read(file: BinaryIO) -> Iterator[BytesLike]:
         yield view
     finally:
         view.release()
+        # Leave the offset at the end, as reading it would: a second `-` then counts nothing,
+        # as with `wc`, and `(ctxbudget count; cat) <f` does not hand the file on unread.
+        os.lseek(fd, 0, os.SEEK_END)
         with contextlib.suppress(BufferError):  # a view still held: closed when collected
             mapped.close()
 
@@ -295,7 +298,7 @@ def _sample_paths_named(name: str) -> Path:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the process exit code (1 when a file could not be counted; 141,
-    as for a tool SIGPIPE stopped, when the output's reader went away)."""
+    as for a tool SIGPIPE stopped, when the output's reader went away; 130 on Ctrl-C)."""
     parser = _parser()
     args = parser.parse_args(argv)
     if args.command == "count" and args.samples and args.files:
@@ -309,6 +312,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if hasattr(signal, "SIGPIPE"):
             return 128 + signal.SIGPIPE  # the status a shell gives `cat`, `wc` stopped by it
         return 1
+    except KeyboardInterrupt:  # Ctrl-C is the user's choice, not a crash: no traceback
+        print(file=sys.stderr)  # end the line the terminal's ^C was echoed on
+        return 128 + signal.SIGINT  # 130, the status a shell gives a command Ctrl-C stopped
     return code
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -202,6 +203,21 @@ def inspect_conversation(
     return Inspection(conv, est, budget, pruned, max_tokens)
 
 
+#: Columns of a row of the largest messages before its preview (index, role, tokens, share).
+_ROW_PREFIX = 37
+#: Narrowest preview shown; a terminal with less room gets none.
+_MIN_PREVIEW = 10
+
+
+def _layout() -> tuple[int, int]:
+    """(bar width, preview width: 0 for none) that keep the report's lines within the
+    terminal (``COLUMNS``; 80 when stdout is not one), so that its rows do not wrap."""
+    columns = shutil.get_terminal_size().columns - 1
+    bar = max(10, min(30, columns - len("window [] 1000%  does NOT fit")))
+    preview = min(50, columns - _ROW_PREFIX - len("..."))
+    return bar, preview if preview >= _MIN_PREVIEW else 0
+
+
 def _bar(fill: float, width: int = 30) -> str:
     full = min(width, round(fill * width))
     return "#" * full + "." * (width - full)
@@ -242,7 +258,9 @@ def _preview(message: Any, width: int = 50) -> tuple[str, str]:
     role = printable(str(m.get("role") or _kind(m.get("type"))))
     if len(role) > ROLE_WIDTH:
         role = role[: ROLE_WIDTH - 3] + "..."
-    text = " ".join(_snippet(m, width + 1).split())  # newlines and tabs as single spaces
+    # Read past the width: collapsing whitespace shortens the snippet, and a text cut at a
+    # space must still read as cut ("...").
+    text = " ".join(_snippet(m, 2 * width + 1).split())  # newlines and tabs as single spaces
     return role, printable(text[:width]) + ("..." if len(text) > width else "")
 
 
@@ -354,14 +372,16 @@ def print_inspection(ins: Inspection, name: str, top: int = 5) -> None:
         f" tools {est.tools:,}, framing {est.framing:,}, messages {est.conversation:,}"
     )
     verdict = "fits" if budget.fits(est, max_tokens=ins.max_tokens) else "does NOT fit"
-    print(f"window [{_bar(ins.fill)}] {ins.fill:.0%}  {verdict}")
+    bar_width, preview_width = _layout()
+    print(f"window [{_bar(ins.fill, bar_width)}] {ins.fill:.0%}  {verdict}")
     print()
-    header = f"{'#':>5}  {'role':<{ROLE_WIDTH}} {'tokens':>8}  {'share':>5}  start"
-    print(f"largest messages:\n{header}")
+    header = f"{'#':>5}  {'role':<{ROLE_WIDTH}} {'tokens':>8}  {'share':>5}"
+    print(f"largest messages:\n{header}{'  start' if preview_width else ''}")
     for i in largest(est.per_message, top):
-        role, text = _preview(ins.conversation.messages[i])
+        role, text = _preview(ins.conversation.messages[i], max(1, preview_width))
         share = est.per_message[i] / max(1, est.total)
-        print(f"{i:>5}  {role:<{ROLE_WIDTH}} {est.per_message[i]:>8,}  {share:>5.0%}  {text}")
+        row = f"{i:>5}  {role:<{ROLE_WIDTH}} {est.per_message[i]:>8,}  {share:>5.0%}"
+        print(f"{row}  {text}" if preview_width else row)
     print()
     _print_plan(ins)
 
