@@ -480,7 +480,7 @@ def test_inspect_reads_json_with_a_byte_order_mark(
     path = tmp_path / "bom.json"
     path.write_bytes(b'\xef\xbb\xbf[{"role": "user", "content": "hi"}]')
     assert main(["inspect", str(path)]) == 0
-    assert "1 messages (openai_chat)" in capsys.readouterr().out
+    assert "1 message (openai_chat)" in capsys.readouterr().out
 
 
 def _inspect_out(tmp_path: Path, body: object, capsys: pytest.CaptureFixture[str]) -> str:
@@ -510,7 +510,7 @@ def test_inspect_reads_a_responses_body(
     tmp_path: Path, body: object, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = _inspect_out(tmp_path, body, capsys)
-    assert "1 messages (openai_responses)" in out
+    assert "1 message (openai_responses)" in out
     assert "+ 20,500 kept for the answer" in out  # 500 + the 20k margin
     assert _system_tokens(out) > 5
 
@@ -530,7 +530,7 @@ def test_inspect_reads_a_gemini_body(
     else:
         body |= {"system_instruction": system, "generation_config": {"max_output_tokens": 1000}}
     out = _inspect_out(tmp_path, body, capsys)
-    assert "1 messages (gemini)" in out
+    assert "1 message (gemini)" in out
     assert "+ 21,000 kept for the answer" in out
     assert _system_tokens(out) > 5
     assert "tools 0," not in out

@@ -119,3 +119,18 @@ def test_a_wide_terminal_keeps_the_full_preview(tmp_path: Path) -> None:
     assert _rows(done.stdout)[1].endswith("  " + "y" * 50 + "...")
     bar = next(line for line in done.stdout.splitlines() if line.startswith("window ["))
     assert len(bar.split("[", 1)[1].split("]", 1)[0]) == 30
+
+
+def test_inspect_names_a_binary_file_by_its_type(tmp_path: Path) -> None:
+    """It said "'utf-8' codec can't decode byte 0x89", where ``count`` names a PNG."""
+    path = tmp_path / "screenshot.json"
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(40))
+    done = subprocess.run(
+        [sys.executable, "-m", "ctxbudget", "inspect", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert "looks like a PNG image" in done.stderr
+    assert "Traceback" not in done.stderr

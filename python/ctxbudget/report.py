@@ -16,6 +16,7 @@ from ctxbudget.formats.common import as_mapping
 from ctxbudget.models import model_info
 from ctxbudget.prune import Pruner, PruneResult
 from ctxbudget.request import RequestEstimate, estimate_request
+from ctxbudget.text import check_text
 
 __all__ = [
     "Inspection",
@@ -56,10 +57,13 @@ def load_conversation(path: Path, model: str | None = None) -> Conversation:
     ``generationConfig.maxOutputTokens``) when it has them. A UTF-8 byte order mark is skipped.
 
     Raises:
+        BinaryContentError: The file is not UTF-8 text (names the type: a PNG, a PDF, ...).
         ValueError: The file is not such JSON, or its output cap is not a positive integer.
     """
+    raw = path.read_bytes()
+    text = check_text(raw)  # a binary file named by its type (BinaryContentError)
     try:
-        data = json.loads(path.read_text(encoding="utf-8-sig"))
+        data = json.loads(text.removeprefix("\ufeff"))
     except json.JSONDecodeError as err:
         raise ValueError(f"not JSON: {err}") from None
     if isinstance(data, list):
@@ -360,7 +364,7 @@ def print_inspection(ins: Inspection, name: str, top: int = 5) -> None:
     """Print the report of ``ctxbudget inspect``."""
     est, budget = ins.estimate, ins.budget
     print(
-        f"{name}: {len(ins.conversation.messages)} messages ({est.format}), model"
+        f"{name}: {_count(len(ins.conversation.messages), 'message')} ({est.format}), model"
         f" {printable(ins.conversation.model)}, encoding {est.encoding}"
     )
     print(
@@ -406,3 +410,8 @@ def _print_plan(ins: Inspection) -> None:
 def largest(per_message: Sequence[int], top: int) -> list[int]:
     """Indices of the ``top`` largest messages, largest first."""
     return sorted(range(len(per_message)), key=lambda i: -per_message[i])[:top]
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 message``, ``2 messages``."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
