@@ -113,3 +113,54 @@ def test_a_retry_with_the_content_refused_is_not_sent() -> None:
     with pytest.raises(ContextOverflowError, match="nothing left to prune"):
         guard.send(send, agent_history([200]), max_tokens=1_000)
     assert len(sent) == 1
+
+
+def _abandoned_run(fmt: str) -> list[dict[str, Any]]:
+    """A run that failed after its tool ran (no reply after the result), then a new request."""
+    big = "line of output\n" * 1_200
+    if fmt == "anthropic":
+        call = {"type": "tool_use", "id": "c1", "name": "read", "input": {}}
+        return [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": [call]},
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "c1", "content": big},
+                    {"type": "text", "text": "try again"},
+                ],
+            },
+        ]
+    call = {"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{}"}}
+    return [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": big},
+        {"role": "user", "content": "try again"},
+    ]
+
+
+@pytest.mark.parametrize("fmt", ["openai_chat", "anthropic"])
+def test_a_result_stubbed_at_the_run_start_stays_stubbed(fmt: str) -> None:
+    """The run start stubs a result its failed run abandoned (SPEC D4); on the next turn
+    it is no longer abandoned, and the whole output came back in the middle of the history
+    (the model had gone on from the stub, and the prompt cache lost that prefix)."""
+    history = _abandoned_run(fmt)
+    before = copy.deepcopy(history)
+    guard = ContextGuard(MODEL, window=32_000)
+
+    def send(request: GuardedRequest) -> dict[str, Any]:
+        return {"usage": {"prompt_tokens": request.input_tokens}}
+
+    first = guard.send(send, history, run_start=True).request.messages
+    views = [first]
+    for n in range(2):
+        history += [
+            {"role": "assistant", "content": f"done {n}"},
+            {"role": "user", "content": f"next {n}"},
+        ]
+        views.append(guard.send(send, history).request.messages)
+    assert "not read" in str(first[2])
+    assert all(view[2] == first[2] for view in views)
+    assert views[1][2] is views[2][2]
+    assert history[: len(before)] == before

@@ -150,8 +150,10 @@ class _Call:
     run_start: bool
     events: list[ContextEvent]
     fmt: str
-    #: The stubs the largest-first step made in the call's latest view (kept per call: the
-    #: guard's lock is released while a request is in flight, and another call may run).
+    #: The stubs the call's latest view holds that stay in later requests once this one is
+    #: accepted: the largest-first step's, and the run start's stubs of abandoned results
+    #: (kept per call: the guard's lock is released while a request is in flight, and
+    #: another call may run).
     made: list[tuple[Any, int, str]] = field(default_factory=list)
     #: Why compaction failed, if it ran and did: the cause of a budget error that follows.
     compaction_failed: list[BaseException] = field(default_factory=list)
@@ -570,6 +572,12 @@ class ContextGuard:
                 msgs, system=system, tools=tools, max_tokens=max_tokens, reason=reason,
                 run_start=call.run_start,
             )  # fmt: skip
+            # Results a failed run abandoned are stubbed at the run start only (SPEC D4); the
+            # model goes on from that view, so later requests keep the stub (the output does
+            # not come back, and the history's middle does not change under the prompt cache).
+            call.made.extend(
+                (msgs[p.index], p.slot, p.stub) for p in pruned.pruned if p.kind == "interrupted"
+            )
             fresh_from = len(pruned.messages) - (len(msgs) - pruned.tail_start)
             view = self._sticky.apply(call.fmt, pruned.messages)
             raw = pruned.estimate if view is pruned.messages else None

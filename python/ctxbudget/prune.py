@@ -175,6 +175,9 @@ class PrunedOutput:
         stub_tokens: Size of the stub text, tokens.
         kind: ``old`` (before the fresh tail), ``interrupted`` (abandoned by a failed run) or
             ``missing`` (a result added for a call that had none).
+        slot: Which result of its message it is (the block or part index; 0 for messages
+            that carry one result, and for ``missing``).
+        stub: The stub's text (``""`` for ``missing``).
     """
 
     index: int
@@ -183,6 +186,13 @@ class PrunedOutput:
     tokens: int
     stub_tokens: int
     kind: StubKind
+    slot: int = 0
+    stub: str = ""
+
+
+#: What :meth:`Pruner._stubbed` did to one result: the fields of a :class:`PrunedOutput`
+#: after its index.
+_Done = tuple[str, str | None, int, int, StubKind, int, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,7 +334,7 @@ class Pruner:
         self._index: HistoryIndex | None = None
         self._stubs: dict[
             tuple[int, tuple[tuple[int, StubKind, str | None, str | None], ...]],
-            tuple[Any, Any, Any, tuple[tuple[str, str | None, int, int, StubKind], ...]],
+            tuple[Any, Any, Any, tuple[_Done, ...]],
         ] = {}
         # The old outputs the last call stubbed, and what it made of them (see _old_stubs).
         self._old_seen: tuple[list[Candidate], dict[int, dict[int, tuple[StubKind, int, str]]]]
@@ -502,7 +512,7 @@ class Pruner:
         info: MessageInfo,
         slots: dict[int, tuple[StubKind, int, str]],
         names: dict[str, str],
-    ) -> tuple[Any, tuple[tuple[str, str | None, int, int, StubKind], ...], bool]:
+    ) -> tuple[Any, tuple[_Done, ...], bool]:
         """(new message, what was stubbed, made now) for one message, cached per object.
 
         An output whose stub is not smaller than it (a short output of dense tokens, base64
@@ -522,7 +532,7 @@ class Pruner:
             return hit[2], hit[3], False
         cfg = self.config
         texts: dict[int, str] = {}
-        done: list[tuple[str, str | None, int, int, StubKind]] = []
+        done: list[_Done] = []
         for slot, (kind, tokens, text) in sorted(slots.items()):
             rid, rname = ids[slot]
             tool = rname or names.get(rid or "")
@@ -538,7 +548,7 @@ class Pruner:
             if stub_tokens >= tokens:
                 continue
             texts[slot] = stub
-            done.append((rid or "", tool, tokens, stub_tokens, kind))
+            done.append((rid or "", tool, tokens, stub_tokens, kind, slot, stub))
         new = replace_results(fmt, m, texts) if texts else m
         self._stubs[key] = (m, ref, new, tuple(done))
         return new, tuple(done), bool(texts)
