@@ -298,3 +298,55 @@ def test_an_error_names_the_callers_message_when_a_system_prompt_is_given() -> N
     with pytest.raises(MessageFormatError) as err:
         convert_messages(messages[:1], "openai_chat", system=system)
     assert (err.value.index, err.value.field) == (None, "system")
+
+
+def _anthropic_with_cache_marks() -> list[dict[str, Any]]:
+    """A prompt-cached Anthropic history, as the SDK docs build one."""
+    from anthropic.types import DirectCaller, ToolUseBlock
+
+    call = ToolUseBlock(
+        id="toolu_1", name="ls", input={}, type="tool_use", caller=DirectCaller(type="direct")
+    )
+    return [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "List files.", "cache_control": {"type": "ephemeral"}}
+            ],
+        },
+        {"role": "assistant", "content": [call.model_dump()]},
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_1",
+                    "content": "a.py",
+                    "cache_control": {"type": "ephemeral"},
+                }
+            ],
+        },
+    ]
+
+
+def test_to_langchain_drops_cache_marks_as_langchain_does() -> None:
+    """``to_langchain`` had no ``strict`` and raised on every prompt-cached history."""
+    pytest.importorskip("langchain_core")
+    from ctxbudget.messages import to_langchain
+
+    history = _anthropic_with_cache_marks()
+    kinds = [type(m).__name__ for m in to_langchain(history, "anthropic")]
+    assert kinds == ["HumanMessage", "AIMessage", "ToolMessage"]
+    with pytest.raises(MessageFormatError, match="cache_control"):
+        to_langchain(history, "anthropic", strict=True)
+
+
+def test_a_tool_calls_direct_caller_is_no_loss() -> None:
+    """anthropic's ``ToolUseBlock`` dumps ``caller: {"type": "direct"}``: nothing another
+    format could carry or would miss, so it is no reason to refuse a conversion."""
+    history = _anthropic_with_cache_marks()
+    for message in history:
+        for block in message["content"]:
+            block.pop("cache_control", None)
+    out = convert_messages(history, "openai_chat", source="anthropic").messages
+    assert out[1]["tool_calls"][0]["id"] == "toolu_1"

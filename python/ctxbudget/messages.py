@@ -365,8 +365,15 @@ def _thinking_to_reasoning(message: dict[str, Any]) -> None:
         message["reasoning_content"] = "\n".join(texts)
 
 
-def to_langchain(messages: Sequence[Any], format: str | None = None) -> list[Any]:
-    """Any supported format → LangChain ``BaseMessage`` objects (via Chat Completions dicts)."""
+def to_langchain(
+    messages: Sequence[Any], format: str | None = None, *, strict: bool = False
+) -> list[Any]:
+    """Any supported format → LangChain ``BaseMessage`` objects (via Chat Completions dicts).
+
+    Fields Chat Completions has no place for (an Anthropic ``cache_control``, a thinking
+    signature) are dropped, as LangChain's own converters drop them; ``strict=True`` raises
+    :class:`MessageFormatError` for them instead (see :func:`convert_messages`).
+    """
     lc = _langchain()
-    chat = convert_messages(messages, "openai_chat", source=format).messages
+    chat = convert_messages(messages, "openai_chat", source=format, strict=strict).messages
     return cast(list[Any], lc.convert_to_messages(chat))

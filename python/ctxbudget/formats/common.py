@@ -166,16 +166,21 @@ def _message_loss(message: Message, fmt: str, w: _Writer) -> bool:
     return False
 
 
+#: Anthropic block fields a conversion to another format must not drop silently.
+_ANTHROPIC_MEANINGFUL = frozenset({"cache_control", "citations", "title", "context"})
+
+
 def _anthropic_fields_loss(parts: Iterable[Part], fmt: str, w: _Writer, path: str) -> None:
     """Report the fields of Anthropic blocks (tool results' blocks too) that ``fmt`` has no
-    place for: ``cache_control``, ``citations``, a document's ``title`` or ``context``, a
-    tool result's ``is_error``. The API refuses fields it does not know, so every field an
-    Anthropic block has means something to the model or the cache."""
+    place for and that mean something to the model or the cache: ``cache_control``,
+    ``citations``, a document's ``title`` or ``context``, a tool result's ``is_error``. Other
+    fields the SDK's blocks carry (a tool call's ``caller`` of ``{"type": "direct"}``) say
+    nothing another provider could use."""
     for i, part in enumerate(parts):
         if part.provider != "anthropic" or part.kind == "other":  # "other": lossy when written
             continue
         for key, value in public_fields(part.extra).items():
-            if value is not None and value != [] and value != {}:
+            if key in _ANTHROPIC_MEANINGFUL and value is not None and value != [] and value != {}:
                 w.lossy(f"{path}[{i}].{key}", f"the Anthropic {key!r} field has no {fmt} form")
         if part.is_error and fmt != "anthropic":
             w.lossy(f"{path}[{i}].is_error", f"a tool result's error flag has no {fmt} form")
