@@ -12,7 +12,7 @@ import pytest
 
 from ctxbudget import ContextGuard, GuardedRequest, validate_pairing
 from ctxbudget.call_ids import unique_call_ids
-from ctxbudget.turns import pairing_events, scan
+from ctxbudget.turns import pairing_events, resolve_ids, scan
 
 
 def chat_round(cid: str, output: str) -> list[dict[str, Any]]:
@@ -177,6 +177,29 @@ def test_gemini_ids_reused_are_renamed_and_sent(spelling: str) -> None:
     assert violations(sent, "gemini") == []
     assert history == before
     assert all(out[i] is history[i] for i in range(3))
+    # the renamed copies keep the history's type (google-genai Content objects stay objects)
+    assert [type(m) for m in sent] == [type(m) for m in out] == [type(m) for m in history]
+
+
+def test_gemini_calls_with_reused_ids_and_responses_without_ids_are_sent() -> None:
+    # Part.from_function_response takes no id: the responses pair by turn, but the calls'
+    # reused ids were duplicates, and the rounds were never closed to rename them.
+    from google.genai import types
+
+    history: list[Any] = [types.Content(role="user", parts=[types.Part(text="go")])]
+    for n in range(3):
+        call = types.FunctionCall(id="call_0", name="ls", args={})
+        response = types.Part.from_function_response(name="ls", response={"output": n})
+        history += [
+            types.Content(role="model", parts=[types.Part(function_call=call)]),
+            types.Content(role="user", parts=[response]),
+        ]
+    sent = ContextGuard("gemini-2.5-pro").send(_send([]), history).request.messages
+    calls = [p.function_call.id for m in sent for p in m.parts if p.function_call]
+    assert calls == ["call_0", "call_0_2", "call_0_3"]
+    # responses without ids answer the calls of the model turn before them
+    events = pairing_events(resolve_ids(scan(sent, "gemini")))
+    assert [v.kind for v in validate_pairing(events)] == []
 
 
 def _send(sent: list[GuardedRequest]) -> Callable[[GuardedRequest], dict[str, Any]]:

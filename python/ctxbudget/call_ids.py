@@ -27,6 +27,7 @@ from typing import Any
 
 from ctxbudget.formats.common import as_mapping
 from ctxbudget.messages import FORMATS, detect_format
+from ctxbudget.stubs import in_history_type
 from ctxbudget.turns import MessageInfo, ScanCache
 
 __all__ = ["CallIdRenamer", "unique_call_ids"]
@@ -61,7 +62,7 @@ class _Plan:
         # response's calls) any model message starts one; a call left without a result in
         # an earlier turn was lost, and its id may be called anew.
         self.turn = 0
-        self.calls_close = fmt in ("openai_chat", "anthropic")
+        self.calls_close = fmt in ("openai_chat", "anthropic", "gemini")
 
     def feed(self, i: int, info: MessageInfo) -> None:
         if info.kind == "user" or (
@@ -238,7 +239,8 @@ class CallIdRenamer:
         ):
             copy = hit[3]
         else:
-            copy = renamed(original, fmt, renames)
+            # in the original's own type: a google-genai Content stays one
+            copy = in_history_type([renamed(original, fmt, renames)], [original])[0]
         made[id(original)] = (original, refs, renames, copy)
         return copy
 
