@@ -91,6 +91,11 @@ def _same(a: BaseException, b: BaseException) -> None:
 def test_round_trip(name: str) -> None:
     error = EXCEPTIONS[name]()
     _same(pickle.loads(pickle.dumps(error)), error)
+    # with a note an agent framework added on the way up (kept in the state pickled)
+    error.add_note("while sending turn 7")
+    copy = pickle.loads(pickle.dumps(error))
+    _same(copy, error)
+    assert copy.__notes__ == ["while sending turn 7"]
 
 
 def test_every_public_exception_is_covered() -> None:

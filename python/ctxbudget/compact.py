@@ -114,7 +114,7 @@ class CompactionError(RuntimeError):
         # The default pickling calls ``cls(message)``, which lacks the keyword-only fields: a
         # worker process's error would fail to reach its parent.
         fields = (str(self), self.reason, self.tokens_before, self.attempts)
-        return (_rebuild_compaction_error, fields)
+        return (_rebuild_compaction_error, fields, self.__dict__)
 
 
 def _rebuild_compaction_error(

@@ -262,7 +262,7 @@ class FileTooLargeError(ValueError):
         self.what = what
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild_too_large, (self.path, self.size, self.limit, self.what))
+        return (_rebuild_too_large, (self.path, self.size, self.limit, self.what), self.__dict__)
 
 
 def _rebuild_too_large(path: str, size: int, limit: int, what: str) -> FileTooLargeError:
@@ -293,4 +293,4 @@ class DocumentConversionError(ValueError):
         self.reason = reason
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (DocumentConversionError, (self.path, self.kind, self.reason))
+        return (DocumentConversionError, (self.path, self.kind, self.reason), self.__dict__)

@@ -67,7 +67,7 @@ class PairingError(ValueError):
     def __reduce__(self) -> tuple[Any, ...]:
         # The default pickling calls ``cls(message)``, which this signature refuses: a worker
         # process's error would fail to reach its parent.
-        return (PairingError, (self.what, self.violations))
+        return (PairingError, (self.what, self.violations), self.__dict__)
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,7 +50,7 @@ class MessageFormatError(ValueError):
         # The default pickling calls ``cls(*args)`` with the one formatted message, which this
         # signature refuses: a worker process's error would fail to reach its parent.
         fields = (self.reason, self.index, self.field, self.format, self.item)
-        return (_rebuild_format_error, fields)
+        return (_rebuild_format_error, fields, self.__dict__)
 
 
 def _rebuild_format_error(
