@@ -215,3 +215,20 @@ def test_ten_threads_share_one_tracker() -> None:
     state = tracker.state()
     assert state.observations == 400 and state.conversations == 4
     assert 0.5 <= state.delta_factor <= 2.0 and 0.5 <= state.cold_factor <= 2.0
+
+
+def test_a_system_prompt_given_as_a_message_is_fixed_too() -> None:
+    # Counted in the per-message totals, the system message was taken for conversation: a
+    # window that system, tools and the request framing already fill blamed the conversation.
+    messages = [{"role": "system", "content": "word " * 3_000}, {"role": "user", "content": "hi"}]
+    schema = {"type": "object", "properties": {}}
+    tools = [
+        {
+            "type": "function",
+            "function": {"name": "f", "description": "d " * 2_000, "parameters": schema},
+        }
+    ]
+    est = estimate_request(messages, tools=tools, model="gpt-4o")
+    available = est.system + est.tools + 1  # under system + tools + their framing
+    violation = ContextWindowBudget(available + 100, reserved_output=100, margin=0).check(est)
+    assert violation is not None and violation.component == "tools"

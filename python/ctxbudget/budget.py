@@ -346,14 +346,20 @@ def _parts(estimate: _Estimate, total: int) -> tuple[int, int, int, int, int]:
     ``fixed`` is what no compaction can shrink: system, tools and the request's own framing.
     The per-message framing is in ``framing`` too, but it belongs to the conversation (2,000
     short messages have ~8k of it): it is told apart by the per-message totals, which include
-    it. A calibrated estimate's parts are its raw estimate's, scaled to its total.
+    it, and a system message's text counted back in. A calibrated estimate's parts are its raw
+    estimate's, scaled to its total.
     """
     raw = estimate if isinstance(estimate, RequestEstimate) else getattr(estimate, "raw", None)
     if not isinstance(raw, RequestEstimate):
         return 0, 0, total, 0, 0
     scale = total / raw.total if raw.total else 1.0
     messages = sum(raw.per_message) if raw.per_message else raw.conversation
-    fixed = round((raw.total - messages) * scale)
+    rest = raw.total - messages  # tools, the request's framing, a system= prompt
+    if rest - raw.tools < raw.system:
+        # The system prompt is a message, in the per-message totals: fixed all the same (its
+        # message framing, a few tokens, is left to the conversation).
+        rest += raw.system
+    fixed = round(rest * scale)
     if raw is estimate:
         return raw.system, raw.tools, raw.conversation, raw.framing, fixed
     system, tools = round(raw.system * scale), round(raw.tools * scale)
