@@ -1056,6 +1056,8 @@ PLAIN_GEMINI = [
         "role": "user",
         "parts": [
             _fr({"result": "total 0\n" * 30}),
+            _fr({"result": '{"status": "ok", "items": [1, 2]}'}),  # JSON text: still its text
+            _fr({"result": '{"result": "ok"}'}),
             _fr({"result": 42}),
             _fr({"result": "ok", "exit_code": 1}),
             _fr({"output": "x", "exit": 0}, id="call_1"),
