@@ -343,8 +343,8 @@ pub(crate) fn piece_cost(
 #[inline(always)]
 #[must_use]
 pub fn is_whole(h: u64, text: &[u8], span: (usize, usize), model: &Model) -> bool {
-    model.vocab.contains(h)
-        && (span.1 - span.0 <= LONG_PIECE || merged_entry(&text[span.0..span.1], &model.vocab))
+    let piece = &text[span.0..span.1];
+    model.vocab.has(piece, h) && (piece.len() <= LONG_PIECE || merged_entry(piece, &model.vocab))
 }
 
 /// Cost of a piece that is not one token: [`table_cost`] of its features (`piece` builds

@@ -121,7 +121,7 @@ fn longest_match(b: &[u8], i: usize, vocab: &Vocab<'_>) -> Option<usize> {
     };
     while j < b.len() && j - i < GREEDY_MAX {
         j = next_char(b, j);
-        if vocab.contains(vocab::hash(&b[i..j])) {
+        if vocab.has(&b[i..j], vocab::hash(&b[i..j])) {
             best = j;
             misses = 0;
         } else {
@@ -139,7 +139,7 @@ fn longest_match(b: &[u8], i: usize, vocab: &Vocab<'_>) -> Option<usize> {
 /// real entry passes; a false positive of the filter (~1% a probe) seldom does. Trying every
 /// length of a long run, longest first, would otherwise often stop on one.
 pub(crate) fn merged_entry(e: &[u8], vocab: &Vocab<'_>) -> bool {
-    if !vocab.contains(vocab::hash(e)) {
+    if !vocab.has(e, vocab::hash(e)) {
         return false;
     }
     let first = 1 + e.iter().skip(1).take_while(|&&c| c & 0xC0 == 0x80).count();
