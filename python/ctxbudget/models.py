@@ -8,11 +8,12 @@ A name is looked up as providers and routers spell it. It is lower-cased and los
 prefixes (``openai/``, ``openrouter/anthropic/``, ``vertex_ai/``, a Vertex or Bedrock resource
 path, Bedrock's ``meta.`` / ``us.anthropic.`` / ``us.deepseek.``); a fine-tuned
 ``ft:<base>:<org>::<id>`` is its base model; Bedrock's ``llama3-1`` and Together's
-``meta-llama-3.1`` are ``llama-3.1``, OpenRouter's ``claude-3.5-sonnet`` is ``claude-3-5-sonnet``
-and Azure's ``gpt-35-turbo`` is ``gpt-3.5-turbo``. The entry is then the longest registered name
-that the result starts with, up to a boundary: the end of the name or a character that is not a
-letter or digit (a date ``-20250929``, Vertex's ``@20250514``, Bedrock's ``-v1:0``, a tag
-``:8b``). ``gpt-4oops`` and ``o30`` match nothing.
+``meta-llama-3.1`` are ``llama-3.1``, OpenRouter's ``claude-3.5-sonnet`` is ``claude-3-5-sonnet``,
+Azure's ``gpt-35-turbo`` is ``gpt-3.5-turbo`` and Ollama's size tag in ``qwen3:1.7b`` is
+``qwen3-1.7b``. The entry is then the longest registered name that the result starts with, up to
+a boundary: the end of the name or a character that is not a letter or digit (a date
+``-20250929``, Vertex's ``@20250514``, Bedrock's ``-v1:0``, a tag ``:latest``).
+``gpt-4oops`` and ``o30`` match nothing.
 
 >>> info = model_info("gpt-4o-2024-08-06")
 >>> info.window, info.max_output, info.family
@@ -114,6 +115,9 @@ _BUILTIN: tuple[tuple[str, int, int | None, str], ...] = (
     # Google
     ("gemini-3.1-pro", 1_048_576, 65_536, "gemini"),
     ("gemini-3-pro", 1_048_576, 65_536, "gemini"),
+    # Not gemini-3-pro's 1M: 65,536 input / 32,768 output
+    # (docs.cloud.google.com/vertex-ai/generative-ai/docs/models/gemini/3-pro-image).
+    ("gemini-3-pro-image", 65_536, 32_768, "gemini"),
     ("gemini-2.5-pro", 1_048_576, 65_536, "gemini"),
     ("gemini-2.5-flash", 1_048_576, 65_536, "gemini"),
     ("gemini-2.5-flash-lite", 1_048_576, 65_536, "gemini"),
@@ -136,7 +140,20 @@ _BUILTIN: tuple[tuple[str, int, int | None, str], ...] = (
     ("qwen3", 131_072, 32_768, "qwen"),
     ("qwen3-coder", 262_144, 65_536, "qwen"),
     ("qwen3-max", 262_144, 65_536, "qwen"),
+    # "Context Length: 32,768" (huggingface.co/Qwen/Qwen3-0.6B, /Qwen3-1.7B); no YaRN to 128k.
+    ("qwen3-0.6b", 32_768, None, "qwen"),
+    ("qwen3-1.7b", 32_768, None, "qwen"),
     ("qwen2.5", 131_072, 8_192, "qwen"),
+    # The small sizes are 32k models, not the family's 128k ("Context Length: Full 32,768
+    # tokens and generation 8192 tokens": huggingface.co/Qwen/Qwen2.5-0.5B-Instruct,
+    # /Qwen2.5-1.5B-Instruct, /Qwen2.5-3B-Instruct, /Qwen2.5-Coder-0.5B-Instruct,
+    # /Qwen2.5-Coder-1.5B-Instruct, /Qwen2.5-Coder-3B-Instruct).
+    ("qwen2.5-0.5b", 32_768, 8_192, "qwen"),
+    ("qwen2.5-1.5b", 32_768, 8_192, "qwen"),
+    ("qwen2.5-3b", 32_768, 8_192, "qwen"),
+    ("qwen2.5-coder-0.5b", 32_768, 8_192, "qwen"),
+    ("qwen2.5-coder-1.5b", 32_768, 8_192, "qwen"),
+    ("qwen2.5-coder-3b", 32_768, 8_192, "qwen"),
     ("qwen-max", 32_768, 8_192, "qwen"),
     ("qwen-plus", 131_072, 16_384, "qwen"),
     ("qwen-turbo", 1_000_000, 16_384, "qwen"),
@@ -145,6 +162,8 @@ _BUILTIN: tuple[tuple[str, int, int | None, str], ...] = (
     ("mistral-medium", 131_072, None, "mistral"),
     ("mistral-small", 131_072, None, "mistral"),
     ("codestral", 262_144, None, "mistral"),
+    # Codestral 24.05 is a 32k model (docs.mistral.ai/getting-started/models: "32k").
+    ("codestral-2405", 32_000, None, "mistral"),
     ("devstral", 131_072, None, "mistral"),
     ("magistral", 131_072, None, "mistral"),
     ("ministral", 131_072, None, "mistral"),
@@ -184,6 +203,9 @@ _BEDROCK_PREFIX = re.compile(r"^(?:[a-z]+(?:-[a-z]+)?\.)?([a-z]+)\.")
 _LLAMA = re.compile(r"^(?:meta-)?llama-?(\d+)(?:[-.](\d)(?![a-z0-9]))?(?![a-z0-9])")
 #: A dotted Claude version (OpenRouter's ``claude-3.5-sonnet``, ``claude-opus-4.5``).
 _DOTTED_VERSION = re.compile(r"(?<=\d)\.(?=\d)")
+#: An Ollama size tag (``qwen2.5:0.5b``, ``qwen3:1.7b``) reads as the size in the name
+#: (``qwen2.5-0.5b``), where the registry keeps the sizes whose window differs.
+_SIZE_TAG = re.compile(r":(?=\d+(?:\.\d+)?b(?![a-z0-9]))")
 #: Azure's spelling of GPT-3.5 (``gpt-35-turbo``).
 _AZURE_GPT35 = re.compile(r"^gpt-35(?![a-z0-9])")
 
@@ -200,6 +222,7 @@ def _canonical(name: str) -> str:
         key = key[bedrock.end() :]
         if bedrock.group(1) == "deepseek" and not key.startswith("deepseek"):
             key = f"deepseek-{key}"  # Bedrock's deepseek.r1-v1:0, deepseek.v3-v1:0
+    key = _SIZE_TAG.sub("-", key, count=1)
     key = _LLAMA.sub(_llama_version, key, count=1)
     if key.startswith("claude-"):
         key = _DOTTED_VERSION.sub("-", key)
