@@ -106,6 +106,14 @@ _RULES: dict[str, _Tiles | _Patches | tuple[str, ...] | str] = {
     "openai-unknown": ("openai", "openai-gpt-5.6"),
     # Long edge at most 1568, then w*h/750, at most 1600.
     "anthropic": "anthropic",
+    # Claude Opus 4.7 and later: long edge at most 2576 (about 3.75 MP), then w*h/750, at
+    # most 5000 (3.75 MP / 750). Anthropic's vision guide gives each model its own "maximal
+    # native image resolution" (platform.claude.com/docs/en/build-with-claude/vision); Opus
+    # 4.7 raised it from 1568 to 2576 pixels, three times the tokens for a large image
+    # (www.claudecodecamp.com/p/images-cost-3x-more-tokens-in-claude-opus-4-7 measures it).
+    "anthropic-hires": "anthropic-hires",
+    # A Claude name whose version cannot be read: the larger of the two.
+    "anthropic-unknown": ("anthropic", "anthropic-hires"),
     # Gemini 1.5 / 2.x: 258 when both sides are at most 384, else 258 per 768x768 tile.
     "gemini": "gemini",
     # Gemini 3: a set count per image by media resolution (default high: 1120).
@@ -135,6 +143,12 @@ _OPENAI_NAMES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     )
 )
 _GEMINI_VERSION = re.compile(r"^gemini-(\d+)(?![0-9])")
+#: ``claude-opus-4-7``, ``claude-sonnet-4-5-20250929``, ``claude-opus-4`` (minor absent: 0).
+_CLAUDE_VERSION = re.compile(r"^claude-(?:opus|sonnet|haiku)-(\d+)(?:-(\d{1,2}))?(?![0-9])")
+#: ``claude-3-5-sonnet``, ``claude-3-opus``: all before Opus 4.7's larger images.
+_CLAUDE_3 = re.compile(r"^claude-\d+(?:-\d)?-(?:opus|sonnet|haiku)")
+#: The first Claude version whose images may be 2576 pixels a side (Opus 4.7).
+_CLAUDE_HIRES = (4, 7)
 
 #: The rule of a model the profiles do not know, by message format.
 _FORMAT_IMAGE_RULE = {
@@ -159,9 +173,11 @@ def media_rule(fmt: str, profile: str, profile_rule: str, model: str | None) -> 
     'gemini-3'
     """
     rule = _FORMAT_IMAGE_RULE[fmt] if profile == "default" else profile_rule
-    if not model or rule not in ("openai", "gemini"):
+    if not model or rule not in ("openai", "gemini", "anthropic"):
         return rule
     name = _canonical(model)
+    if rule == "anthropic":
+        return _anthropic_rule(name, family_of(model) == "anthropic")
     if rule == "gemini":
         version = _GEMINI_VERSION.match(name)
         if version:
@@ -173,6 +189,21 @@ def media_rule(fmt: str, profile: str, profile_rule: str, model: str | None) -> 
     return "openai-unknown" if family_of(model) == "openai" else rule
 
 
+def _anthropic_rule(name: str, claude: bool) -> str:
+    """``anthropic-hires`` from Claude 4.7 on, ``anthropic`` before it; for a Claude name
+    without a readable version, the larger of the two (a newer model's images may be large)."""
+    version = _CLAUDE_VERSION.match(name)
+    if version:
+        minor = int(version.group(2) or 0)
+        return "anthropic-hires" if (int(version.group(1)), minor) >= _CLAUDE_HIRES else "anthropic"
+    if _CLAUDE_3.match(name) or not claude:
+        return "anthropic"
+    return "anthropic-unknown"
+
+
+#: Anthropic rule -> (longest side, most tokens an image costs): 1568 px / 1600 (1.15 MP),
+#: and from Opus 4.7 on 2576 px / 5000 (3.75 MP).
+_ANTHROPIC = {"anthropic": (1_568, 1_600), "anthropic-hires": (2_576, 5_000)}
 #: The most 512-pixel tiles an image has after the tile rule's resizing (2048 x 768).
 _MAX_TILES = 8
 #: Gemini 3 tokens per image by media resolution (``media_resolution_high`` is the default;
@@ -192,7 +223,8 @@ def image_tokens(
     - OpenAI patch rules (``openai-mini``, ``openai-nano``, ``openai-o4-mini``,
       ``openai-patch``, ``openai-gpt-5.4`` ... ``5.6``): 32-pixel patches after shrinking to
       the model's patch budget, times its multiplier (1.62 for the minis).
-    - ``anthropic``: long edge at most 1568, then ``w*h/750``, at most 1600.
+    - ``anthropic``: long edge at most 1568, then ``w*h/750``, at most 1600;
+      ``anthropic-hires`` (Claude Opus 4.7 on): long edge at most 2576, at most 5000.
     - ``gemini`` (1.5, 2.x): 258 when both sides are at most 384, else 258 per 768x768 tile.
     - ``gemini-3``: 1120 an image, or by ``detail`` as its media resolution (``low`` 280,
       ``medium`` 560, ``ultra_high`` 2240).
@@ -222,12 +254,16 @@ def image_tokens(
         return -(-patches * spec.hundredths // 100)
     if spec == "gemini-3":
         return _GEMINI_3_IMAGE.get(detail or "high", _GEMINI_3_IMAGE["high"])
+    if spec in _ANTHROPIC:
+        side, most = _ANTHROPIC[spec]
+        if not width or not height:
+            return most
+        w, h = float(width), float(height)
+        scale = min(1.0, side / max(w, h))
+        return min(most, math.ceil(w * scale * h * scale / 750))
     if not width or not height:
-        return 1_600 if spec == "anthropic" else 1_120  # Gemini 2.x: see UNKNOWN_IMAGE_TOKENS
+        return 1_120  # Gemini 2.x: see UNKNOWN_IMAGE_TOKENS
     w, h = float(width), float(height)
-    if spec == "anthropic":
-        scale = min(1.0, 1568 / max(w, h))
-        return min(1_600, math.ceil(w * scale * h * scale / 750))
     if w <= 384 and h <= 384:
         return 258
     return 258 * math.ceil(w / 768) * math.ceil(h / 768)
@@ -539,4 +575,77 @@ def media_tokens(part: Part, rule: str, count: Counter) -> tuple[int, bool]:
         return _document_pages(part.data) * per_page, False
     # audio and other files: about one token per KB of encoded data, at least 100
     nbytes = len(part.data) * 3 // 4 if isinstance(part.data, str) else len(part.data or b"")
+    if part.kind == "audio" and part.data is not None and rule.startswith("gemini"):
+        return _gemini_audio_tokens(part.data, nbytes), False
     return max(100, nbytes // 1_000), False
+
+
+# --------------------------------------------------------------------------- audio
+#
+# Gemini: "each second of audio is represented as 32 tokens; one minute of audio is 1,920
+# tokens" (ai.google.dev/gemini-api/docs/tokens, "Multimodal tokens"), whatever the encoding,
+# so the cost follows the duration, not the bytes: one token per KB is 32 a second only for
+# 16 kHz 16-bit mono WAV, and a quarter of the real cost for a 64 kbps MP3.
+
+#: Gemini audio tokens a second.
+_GEMINI_AUDIO_PER_SECOND = 32
+#: Bits a second assumed for audio whose duration cannot be read (AAC, Ogg, a VBR MP3):
+#: Gemini's own 16 kbps ("downsamples audio files to a 16 Kbps data resolution",
+#: ai.google.dev/gemini-api/docs/audio); a file encoded lower would cost more.
+_AUDIO_FALLBACK_BPS = 16_000
+#: MPEG audio bitrates in kbps by (MPEG-1?, layer) and the header's 4-bit index (1-14).
+_MP3_KBPS = {
+    (True, 1): (32, 64, 96, 128, 160, 192, 224, 256, 288, 320, 352, 384, 416, 448),
+    (True, 2): (32, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384),
+    (True, 3): (32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320),
+    (False, 1): (32, 48, 56, 64, 80, 96, 112, 128, 144, 160, 176, 192, 224, 256),
+    (False, 2): (8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160),
+}
+
+
+def _gemini_audio_tokens(data: str | bytes, nbytes: int) -> int:
+    """32 tokens a second of the audio's duration, read from its header (WAV, FLAC, a CBR
+    MP3), else from its size at :data:`_AUDIO_FALLBACK_BPS`; at least one second."""
+    seconds = _audio_seconds(data, nbytes)
+    if seconds is None:
+        seconds = nbytes * 8 / _AUDIO_FALLBACK_BPS
+    return max(_GEMINI_AUDIO_PER_SECOND, math.ceil(seconds * _GEMINI_AUDIO_PER_SECOND))
+
+
+def _audio_seconds(data: str | bytes, nbytes: int) -> float | None:
+    """The duration of WAV, FLAC or constant-bitrate MP3 audio of ``nbytes`` bytes, or
+    ``None``. WAV counts every byte as sound at its byte rate (the header errs high)."""
+    head = _head_bytes(data, 4_096)
+    if head[:4] == b"RIFF" and head[8:12] == b"WAVE":
+        i = 12
+        while i + 8 <= len(head):
+            size = int.from_bytes(head[i + 4 : i + 8], "little")
+            if head[i : i + 4] == b"fmt " and i + 20 <= len(head):
+                byte_rate = int.from_bytes(head[i + 16 : i + 20], "little")
+                return nbytes / byte_rate if byte_rate else None
+            i += 8 + size + (size & 1)
+        return None
+    if head[:4] == b"fLaC" and len(head) >= 26:
+        bits = int.from_bytes(head[18:26], "big")  # STREAMINFO: rate 20, ch 3, bps 5, n 36
+        rate, samples = bits >> 44, bits & ((1 << 36) - 1)
+        return samples / rate if rate and samples else None
+    offset = 0
+    if head[:3] == b"ID3" and len(head) >= 10:  # ID3v2 tag: a 28-bit "syncsafe" size
+        offset = 10 + sum((b & 0x7F) << (7 * (3 - k)) for k, b in enumerate(head[6:10]))
+        head = _pdf_slice(data, offset, offset + 4_096)
+    return _mp3_seconds(head, nbytes - offset)
+
+
+def _mp3_seconds(head: bytes, nbytes: int) -> float | None:
+    """Duration of a constant-bitrate MPEG audio stream from its first frame header;
+    ``None`` if there is none or the stream is variable-bitrate (a Xing/VBRI frame)."""
+    if len(head) < 4 or head[0] != 0xFF or head[1] & 0xE0 != 0xE0:
+        return None
+    version, layer, index = (head[1] >> 3) & 3, 4 - ((head[1] >> 1) & 3), head[2] >> 4
+    if version == 1 or layer == 4 or not 1 <= index <= 14:
+        return None  # reserved version or layer, free or bad bitrate
+    if b"Xing" in head[:200] or b"VBRI" in head[:200]:
+        return None  # the first frame's bitrate is not the stream's
+    mpeg1 = version == 3
+    kbps = _MP3_KBPS[(mpeg1, layer if mpeg1 else min(layer, 2))][index - 1]
+    return nbytes * 8 / (kbps * 1_000)
