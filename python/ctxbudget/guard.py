@@ -37,6 +37,7 @@ from __future__ import annotations
 import inspect
 import logging
 import math
+import re
 import threading
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -53,6 +54,7 @@ from ctxbudget.formats.detect import SeenFits, pick_format
 from ctxbudget.formats.model import MessageFormatError
 from ctxbudget.largest import StickyStubs, StubCandidates, stub_largest
 from ctxbudget.limits import INPUT_CAP_RULES, Room, StatedLimit
+from ctxbudget.models import _canonical
 from ctxbudget.overflow import OverflowInfo, classify_overflow
 from ctxbudget.pairing_cache import GrowingPairing
 from ctxbudget.prune import PruneConfig, Pruner, make_budget
@@ -110,14 +112,53 @@ class GuardedRequest:
         return self.estimate.total
 
     def kwargs(self) -> dict[str, Any]:
-        """``messages`` plus ``system``, ``tools`` and ``max_tokens`` when set: the keyword
-        arguments most SDK calls take (``client.messages.create(model=..., **r.kwargs())``)."""
-        out: dict[str, Any] = {"messages": self.messages}
-        for name in ("system", "tools", "max_tokens"):
-            value = getattr(self, name)
-            if value is not None:
-                out[name] = value
-        return out
+        """The keyword arguments of the SDK call for the request's format, ``system``,
+        ``tools`` and the output cap only when set:
+
+        - OpenAI Chat Completions (``client.chat.completions.create(model=..., **r.kwargs())``):
+          ``messages`` (a ``system=`` prompt first, as a system message), ``tools``, and
+          ``max_tokens``, or ``max_completion_tokens`` for the o-series and GPT-5, which
+          refuse ``max_tokens``;
+        - OpenAI Responses (``client.responses.create``): ``input``, ``instructions``,
+          ``tools``, ``max_output_tokens``;
+        - Anthropic (``client.messages.create``): ``messages``, ``system``, ``tools``,
+          ``max_tokens`` (which Anthropic requires: give the guard one);
+        - Gemini (``client.models.generate_content``): ``contents`` and a ``config`` dict with
+          ``system_instruction``, ``tools``, ``max_output_tokens``.
+        """
+        fmt = self.estimate.raw.format
+        system, tools, cap = self.system, self.tools, self.max_tokens
+        if fmt == "openai_responses":
+            fields = {"input": self.messages, "instructions": system, "tools": tools}
+            return _set(fields | {"max_output_tokens": cap})
+        if fmt == "gemini":
+            config = _set({"system_instruction": system, "tools": tools, "max_output_tokens": cap})
+            return {"contents": self.messages} | ({"config": config} if config else {})
+        if fmt == "openai_chat":
+            lead = [{"role": "system", "content": system}] if system is not None else []
+            name = (
+                "max_completion_tokens"
+                if _completion_cap(self.estimate.raw.model)
+                else "max_tokens"
+            )
+            return _set({"messages": [*lead, *self.messages], "tools": tools, name: cap})
+        return _set(
+            {"messages": self.messages, "system": system, "tools": tools, "max_tokens": cap}
+        )
+
+
+def _set(fields: dict[str, Any]) -> dict[str, Any]:
+    """``fields`` without those that are ``None``."""
+    return {key: value for key, value in fields.items() if value is not None}
+
+
+#: OpenAI models whose Chat Completions take ``max_completion_tokens`` only (``max_tokens``:
+#: 400 "Unsupported parameter"): the o-series and GPT-5.
+_COMPLETION_CAP = re.compile(r"^(?:o\d|gpt-5)(?![a-z0-9])")
+
+
+def _completion_cap(model: str | None) -> bool:
+    return model is not None and _COMPLETION_CAP.match(_canonical(model)) is not None
 
 
 @dataclass(frozen=True, slots=True)
