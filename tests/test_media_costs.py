@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 import doctest
+import logging
 import random
 import struct
 import sys
@@ -371,3 +372,18 @@ def test_non_pdf_document_keeps_its_guess() -> None:
 def test_media_docstring_examples() -> None:
     result = doctest.testmod(ctxbudget.media)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_a_damaged_pdf_is_costed_without_pypdf_warnings(
+    capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    # The page count falls back to pypdf, which logged "EOF marker not found" to stderr on
+    # every estimate of such a message.
+    pytest.importorskip("pypdf")
+    pdf = base64.b64encode(b"%PDF-1.7\n1 0 obj <<>> endobj\n").decode()
+    block = {"type": "base64", "media_type": "application/pdf", "data": pdf}
+    messages = [{"role": "user", "content": [{"type": "document", "source": block}]}]
+    with caplog.at_level(logging.WARNING):
+        assert estimate_request(messages, model="claude-sonnet-4-5").total > 0
+    assert not [r for r in caplog.records if r.name.startswith("pypdf")]
+    assert capfd.readouterr().err == ""

@@ -490,6 +490,12 @@ def _submodules(package: ModuleType) -> Iterator[str]:
 _PYPDF_LOGS = _QuietThreads()
 
 
+def quiet_pypdf(pypdf: ModuleType) -> contextlib.AbstractContextManager[None]:
+    """A block in which this thread's pypdf warnings are not logged (see
+    :class:`_QuietThreads`); used by the PDF page count of :mod:`ctxbudget.media` too."""
+    return _PYPDF_LOGS.quiet(pypdf)
+
+
 def _convert_pdf(pypdf: ModuleType, data: bytes, out: _Output) -> None:
     with _PYPDF_LOGS.quiet(pypdf):
         _read_pdf(pypdf, data, out)

@@ -511,12 +511,15 @@ def _pypdf_pages(raw: bytes) -> int | None:
         import pypdf
     except ImportError:
         return None
+    from ctxbudget.documents import quiet_pypdf  # documents reads files: not at import
+
     try:
-        reader = pypdf.PdfReader(io.BytesIO(raw))
-        if reader.is_encrypted:
-            reader.decrypt("")
-        trailer: Any = reader.trailer  # resolves only the objects on the way (lazy)
-        count = int(trailer["/Root"]["/Pages"]["/Count"])
+        with quiet_pypdf(pypdf):  # its repair warnings are not the caller's to see
+            reader = pypdf.PdfReader(io.BytesIO(raw))
+            if reader.is_encrypted:
+                reader.decrypt("")
+            trailer: Any = reader.trailer  # resolves only the objects on the way (lazy)
+            count = int(trailer["/Root"]["/Pages"]["/Count"])
     except Exception:  # pypdf's errors on a damaged or encrypted file are many kinds
         return None
     return count if count > 0 else None
