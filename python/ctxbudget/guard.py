@@ -39,7 +39,7 @@ import logging
 import math
 import re
 import threading
-from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Literal, TypeVar
 
@@ -49,9 +49,8 @@ from ctxbudget.call_ids import CallIdRenamer
 from ctxbudget.compact import CompactionError, CompactResult, acompact, compact
 from ctxbudget.errors import ContextBudgetError, ContextOverflowError
 from ctxbudget.events import ContextEvent, EventCallback, Reason, emit
-from ctxbudget.formats.common import as_mapping
+from ctxbudget.formats.common import as_mapping, message_list
 from ctxbudget.formats.detect import SeenFits, pick_format
-from ctxbudget.formats.model import MessageFormatError
 from ctxbudget.largest import StickyStubs, StubCandidates, stub_largest
 from ctxbudget.limits import INPUT_CAP_RULES, Room, StatedLimit
 from ctxbudget.models import _canonical
@@ -447,7 +446,7 @@ class ContextGuard:
         events: list[ContextEvent],
     ) -> _Flow:
         check_max_tokens(max_tokens)
-        caller = _message_list(messages)
+        caller = message_list(messages, None)
         call = _Call(caller, system, tools, max_tokens, run_start, events, self._format(caller))
         request = yield from self._prepare(call, max_tokens, "proactive", None)
         overflow: OverflowInfo | None = None
@@ -851,17 +850,6 @@ class ContextGuard:
                 self.on_event(event)
 
         return record
-
-
-def _message_list(messages: Sequence[Any]) -> list[Any]:
-    """``messages`` as a new list, after refusing what is not a list of messages: a single
-    message dict (or a string) would be read key by key (or character by character) and
-    refused with a puzzling "expected a message dict, got str"."""
-    if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Iterable):
-        raise MessageFormatError(
-            f"expected a list of messages, got {type(messages).__name__}", None, "messages", None
-        )
-    return list(messages)
 
 
 def _resolved(fmt: str, infos: list[Any]) -> list[Any]:

@@ -31,7 +31,7 @@ import copy
 import json
 import operator
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from itertools import repeat
@@ -39,7 +39,13 @@ from typing import Any
 
 from ctxbudget._core import DictVersions, unchanged_prefix, weigh_messages
 from ctxbudget.counting import Accuracy, counter_for, encoding_for_model
-from ctxbudget.formats.common import _genai_to_dict, _json_problem, public_fields, shown
+from ctxbudget.formats.common import (
+    _genai_to_dict,
+    _json_problem,
+    message_list,
+    public_fields,
+    shown,
+)
 from ctxbudget.formats.detect import SeenFits, pick_format
 from ctxbudget.media import (
     UNKNOWN_DOCUMENT_PAGES,
@@ -682,14 +688,7 @@ class RequestEstimator:
         tools: Sequence[Any] | None,
         max_tokens: int | None,
     ) -> RequestEstimate:
-        if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Iterable):
-            raise MessageFormatError(
-                f"expected a list of messages, got {type(messages).__name__}",
-                None,
-                "messages",
-                self.format,
-            )
-        msgs = list(messages)
+        msgs = message_list(messages, self.format)
         self._spans = None
         if self._seen_edits != self._edits[0]:
             # A message was invalidated, maybe through an estimator sharing the counts, which

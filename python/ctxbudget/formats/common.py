@@ -120,6 +120,18 @@ _SHOWN = reprlib.Repr()
 _SHOWN.maxlevel, _SHOWN.maxstring, _SHOWN.maxother = 3, 80, 80
 
 
+def message_list(messages: Any, fmt: str | None) -> list[Any]:
+    """``messages`` as a new list, after refusing what is not a list of messages: a single
+    message dict (or a string) would be read key by key (or character by character) and
+    refused with a puzzling "expected a message dict, got str". Any other iterable, a
+    generator too, is read once."""
+    if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Iterable):
+        raise MessageFormatError(
+            f"expected a list of messages, got {type(messages).__name__}", None, "messages", fmt
+        )
+    return list(messages)
+
+
 def shown(value: Any) -> str:
     """``repr(value)`` cut short, for an error message: a 10 MB string or a value nested
     10,000 deep in the wrong field must not make the message (or its making) blow up."""
