@@ -23,8 +23,10 @@ from ctxbudget.errors import BinaryContentError
 from ctxbudget.messages import MessageFormatError
 from ctxbudget.report import (
     DEFAULT_MODEL,
+    Conversation,
     inspect_conversation,
     load_conversation,
+    parse_conversation,
     print_inspection,
     printable,
 )
@@ -247,7 +249,9 @@ def _parser() -> argparse.ArgumentParser:
     inspect = commands.add_parser(
         "inspect", help="a conversation JSON: what it costs, what pruning would make of it"
     )
-    inspect.add_argument("file", nargs="?", help="JSON: a list of messages, or a request body")
+    inspect.add_argument(
+        "file", nargs="?", help="JSON: a list of messages, or a request body ('-': stdin)"
+    )
     inspect.add_argument("--sample", action="store_true", help="the bundled agent session")
     inspect.add_argument("--model", help=f"model (default: the file's, else {DEFAULT_MODEL})")
     inspect.add_argument(
@@ -275,13 +279,21 @@ def _inspect(args: argparse.Namespace) -> int:
     if args.sample == bool(args.file):
         print("ctxbudget inspect: give a FILE or --sample", file=sys.stderr)
         return 2
-    path = _sample_paths_named("agent_session.json") if args.sample else Path(args.file)
     name = "samples/agent_session.json" if args.sample else _display(args.file)
+    if args.file == "-":
+        name = "(stdin)"
     try:
-        conv = load_conversation(path, args.model)
+        conv = _conversation(args)
         ins = inspect_conversation(conv, window=args.window, max_tokens=args.max_tokens)
     except OSError as err:
         print(f"ctxbudget inspect: {name}: {err.strerror or err}", file=sys.stderr)
+        return 1
+    except _TooLong:
+        print(
+            f"ctxbudget inspect: {name}: more than {STREAM_LIMIT:,} bytes, the most read from a"
+            " pipe: save it to a file and inspect the file",
+            file=sys.stderr,
+        )
         return 1
     except (ValueError, KeyError, TypeError, RecursionError, MessageFormatError) as err:
         # A file that is not a request (tools: 5, JSON nested past what Python reads, ...).
@@ -292,17 +304,31 @@ def _inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+def _conversation(args: argparse.Namespace) -> Conversation:
+    """The conversation ``inspect`` was given: the sample, a file, or stdin (``-``, as for
+    ``count``: a body piped from ``curl`` or ``jq``)."""
+    if args.sample:
+        return load_conversation(_sample_paths_named("agent_session.json"), args.model)
+    if args.file != "-":
+        return load_conversation(Path(args.file), args.model)
+    with _contents("-") as data:
+        return parse_conversation(bytes(data), args.model)
+
+
 def _sample_paths_named(name: str) -> Path:
     return next(p for p in _sample_paths() if p.name == name)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the process exit code (1 when a file could not be counted; 141,
+    """Run the CLI; returns the process exit code (1 when a file could not be counted or the
+    output could not be written, a full disk or a closed stdout; 141,
     as for a tool SIGPIPE stopped, when the output's reader went away; 130 on Ctrl-C)."""
     parser = _parser()
     args = parser.parse_args(argv)
     if args.command == "count" and args.samples and args.files:
         parser.error("count: --samples counts the bundled samples; give it no FILES")
+    if sys.stdout is None:  # closed (`>&-`): refuse, as `wc` does, rather than work for nothing
+        return _output_failed(OSError(errno.EBADF, os.strerror(errno.EBADF)))
     try:
         code: int = args.run(args)
         if sys.stdout is not None:
@@ -312,10 +338,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         if hasattr(signal, "SIGPIPE"):
             return 128 + signal.SIGPIPE  # the status a shell gives `cat`, `wc` stopped by it
         return 1
+    except OSError as err:  # the output cannot be written (a full disk: `> /dev/full`)
+        return _output_failed(err)
     except KeyboardInterrupt:  # Ctrl-C is the user's choice, not a crash: no traceback
         print(file=sys.stderr)  # end the line the terminal's ^C was echoed on
         return 128 + signal.SIGINT  # 130, the status a shell gives a command Ctrl-C stopped
     return code
+
+
+def _output_failed(err: OSError) -> int:
+    """Say that the output could not be written (the only ``OSError`` the commands leave
+    uncaught: they report their input's own), and return the exit code, 1."""
+    print(f"ctxbudget: cannot write the output: {err.strerror or err}", file=sys.stderr)
+    _silence_stdout()
+    return 1
 
 
 def _silence_stdout() -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import json
+import operator
 import random
 import sys
 from collections.abc import Callable, Iterator
@@ -131,7 +132,7 @@ def _hexdump(rng: random.Random, lines: int) -> str:
 MAX_TOKENS = 2_000
 #: The smallest window ``ctxbudget demo`` takes. Below about 5,000 tokens the run cannot go
 #: through (the 2,000-token answer reserve and a turn the guard must keep verbatim do not fit
-#: together: gpt-4o fails at 4,600, claude-sonnet-4-5 at 4,800); 6,000 leaves some margin.
+#: together: gpt-4o fails at 4,600, claude-sonnet-4-5 at 4,300); 6,000 leaves some margin.
 MIN_WINDOW = 6_000
 #: The command whose output the simulated provider counts twice (a tokenizer the estimate
 #: does not know could split hex that much finer).
@@ -284,7 +285,8 @@ def replay(
             result = guard.send(provider, history, tools=TOOLS, max_tokens=MAX_TOKENS)
             full = estimate_request(history, tools=TOOLS, model=model).total
             sent = result.request.input_tokens
-            actions = tuple(_describe(e) for e in result.events) or ("sent as it is",)
+            actions = tuple(_describe(e) for e in result.events)
+            actions += _carried_over(history, result.request.messages, result.events)
             if result.overflow is not None:
                 actions += (
                     f"the provider said too long ({result.overflow.requested_tokens:,} tokens):"
@@ -304,6 +306,28 @@ def _outputs_of(run: list[dict[str, Any]], command: str) -> set[str]:
         if json.loads(call["function"]["arguments"]).get("command") == command
     }
     return {m["content"] for m in run if m.get("tool_call_id") in ids}
+
+
+def _carried_over(
+    history: list[dict[str, Any]], view: list[Any], events: tuple[ContextEvent, ...]
+) -> tuple[str, ...]:
+    """What the sent ``view`` holds of earlier calls that this call's ``events`` do not say:
+    the guard re-uses its summaries and keeps its stubs without a new event, and a call that
+    sent less than the history must not read "sent as it is"."""
+    if not events and len(view) == len(history) and all(map(operator.is_, view, history)):
+        return ("sent as it is",)
+    stored = {id(m) for m in history}
+    new = [m for m in view if id(m) not in stored]
+    stubs = sum(1 for m in new if m.get("role") == "tool")
+    summaries = len(new) - stubs
+    summarized = len(history) - (len(view) - len(new)) - stubs
+    parts = []
+    if summaries and not any(e.action == "compact" for e in events):
+        kept = "the summary" if summaries == 1 else f"the {summaries} summaries"
+        parts.append(f"{kept} of {summarized} older messages")
+    if stubs and not events:
+        parts.append(f"{stubs} tool output{'s' if stubs != 1 else ''} stubbed")
+    return (f"as before: {', '.join(parts)}",) if parts else ()
 
 
 def _describe(event: ContextEvent) -> str:
@@ -327,7 +351,9 @@ def print_demo(window: int = 16_000, model: str = "gpt-4o", width: int = 20) -> 
         f" ContextGuard:\n{model}, a {window:,}-token window, {reserve:,} of them kept for the"
         " answer.\nSimulated: the provider (it counts with ctxbudget's estimate, and a hex dump"
         " twice, as a\ntokenizer the estimate does not know might) and the summarizer (the"
-        " first words of each\nentry). Nothing leaves this machine.\n"
+        " first words of each\nentry). Nothing leaves this machine. 'history' is the stored"
+        " history's estimate, 'sent'\nthe guard's count of what it sent (its estimate,"
+        " corrected by the provider's usage reports).\n"
     )
     title = "window used"
     print(f"{'call':>4}  {'history':>7}  {'sent':>6}  {title:<{width + 5}}  what the guard did")

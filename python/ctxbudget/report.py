@@ -22,6 +22,7 @@ __all__ = [
     "Inspection",
     "inspect_conversation",
     "load_conversation",
+    "parse_conversation",
     "print_inspection",
     "printable",
 ]
@@ -57,15 +58,20 @@ def load_conversation(path: Path, model: str | None = None) -> Conversation:
     ``generationConfig.maxOutputTokens``) when it has them. A UTF-8 byte order mark is skipped.
 
     Raises:
+        OSError: The file cannot be read.
         BinaryContentError: The file is not UTF-8 text (names the type: a PNG, a PDF, ...).
         ValueError: The file is not such JSON, or its output cap is not a positive integer.
     """
-    raw = path.read_bytes()
+    return parse_conversation(path.read_bytes(), model)
+
+
+def parse_conversation(raw: bytes, model: str | None = None) -> Conversation:
+    """:func:`load_conversation` of the file's bytes ``raw`` (a conversation on stdin)."""
     text = check_text(raw)  # a binary file named by its type (BinaryContentError)
     try:
         data = json.loads(text.removeprefix("\ufeff"))
     except json.JSONDecodeError as err:
-        raise ValueError(f"not JSON: {err}") from None
+        raise ValueError(f"not JSON: {err}{_json_lines_hint(text, err)}") from None
     if isinstance(data, list):
         return Conversation(data, None, None, model or DEFAULT_MODEL)
     if not isinstance(data, dict):
@@ -89,6 +95,21 @@ def load_conversation(path: Path, model: str | None = None) -> Conversation:
     named = data.get("model") if isinstance(data.get("model"), str) else None
     model = model or named or DEFAULT_MODEL
     return Conversation(messages, tools, system, model, _output_cap(data), fmt)
+
+
+def _json_lines_hint(text: str, err: json.JSONDecodeError) -> str:
+    """What to do with JSON Lines (an agent's log, a fine-tuning set: one value a line), which
+    fails as one document with a bare "Extra data", or ``""`` for other bad JSON."""
+    if not err.msg.startswith("Extra data") or not text[: err.pos].rstrip(" \t\r").endswith("\n"):
+        return ""
+    try:  # the second line a value too, not a stray bracket
+        json.JSONDecoder().raw_decode(text, err.pos)
+    except json.JSONDecodeError:
+        return ""
+    return (
+        "; this is JSON Lines, one value a line, and inspect reads one JSON document:"
+        " `jq -s . FILE` makes lines of messages a list, `sed -n 1p FILE` takes one request"
+    )
 
 
 def _gemini_system(system: Any) -> Any:
