@@ -2,7 +2,10 @@
 
 The registry holds each model's window and maximum output, with no network call. Numbers are the
 providers' published limits for their own APIs (the same model behind another host may be served
-with a smaller window: register your host's numbers).
+with a smaller window: register your host's numbers). An open-weight model's window is the one a
+server gives it by default, its native context: Qwen3 and Qwen2.5 reach 131,072 only with YaRN
+rope scaling turned on in their config. Where the published numbers disagree, the registry keeps
+the smaller one.
 
 A name is looked up as providers and routers spell it. It is lower-cased and loses its routing
 prefixes (``openai/``, ``openrouter/anthropic/``, ``vertex_ai/``, a Vertex or Bedrock resource
@@ -83,6 +86,14 @@ _BUILTIN: tuple[tuple[str, int, int | None, str], ...] = (
     ("gpt-5.2-chat", 128_000, 16_384, "openai"),
     ("gpt-4.1", 1_047_576, 32_768, "openai"),
     ("gpt-4o", 128_000, 16_384, "openai"),
+    # GPT-4o's audio models are not its 128k window (developers.openai.com/api/docs/models/
+    # gpt-4o-transcribe, /gpt-4o-mini-transcribe, /gpt-4o-realtime-preview,
+    # /gpt-4o-mini-realtime-preview); gpt-4o-mini-tts reads at most 2,000 input tokens.
+    ("gpt-4o-transcribe", 16_000, 2_000, "openai"),
+    ("gpt-4o-mini-transcribe", 16_000, 2_000, "openai"),
+    ("gpt-4o-realtime-preview", 32_000, 4_096, "openai"),
+    ("gpt-4o-mini-realtime-preview", 16_000, 4_096, "openai"),
+    ("gpt-4o-mini-tts", 2_000, None, "openai"),
     ("chatgpt-4o", 128_000, 16_384, "openai"),
     ("gpt-4-turbo", 128_000, 4_096, "openai"),
     ("gpt-4-1106-preview", 128_000, 4_096, "openai"),
@@ -92,6 +103,9 @@ _BUILTIN: tuple[tuple[str, int, int | None, str], ...] = (
     ("gpt-4", 8_192, 8_192, "openai"),
     ("gpt-4-32k", 32_768, 8_192, "openai"),
     ("gpt-3.5-turbo", 16_385, 4_096, "openai"),
+    # The snapshots before 1106 are 4k models (openrouter.ai/openai/gpt-3.5-turbo-0613: 4,095).
+    ("gpt-3.5-turbo-0301", 4_096, 4_096, "openai"),
+    ("gpt-3.5-turbo-0613", 4_096, 4_096, "openai"),
     ("gpt-3.5-turbo-instruct", 4_096, 4_096, "openai"),
     ("o1", 200_000, 100_000, "openai"),
     ("o1-preview", 128_000, 32_768, "openai"),
@@ -122,6 +136,16 @@ _BUILTIN: tuple[tuple[str, int, int | None, str], ...] = (
     ("gemini-2.5-flash", 1_048_576, 65_536, "gemini"),
     ("gemini-2.5-flash-lite", 1_048_576, 65_536, "gemini"),
     ("gemini-2.5-flash-image", 32_768, 32_768, "gemini"),
+    # Text-to-speech: 8,192 input and 16,384 output tokens (ai.google.dev model pages of the
+    # Gemini TTS models), a window of both with an input cap (see _MAX_INPUT).
+    ("gemini-2.5-flash-preview-tts", 24_576, 16_384, "gemini"),
+    ("gemini-2.5-pro-preview-tts", 24_576, 16_384, "gemini"),
+    ("gemini-2.5-flash-lite-preview-tts", 24_576, 16_384, "gemini"),
+    ("gemini-2.5-flash-tts", 24_576, 16_384, "gemini"),
+    ("gemini-2.5-pro-tts", 24_576, 16_384, "gemini"),
+    # Live API: 131,072 input, 8,192 output (ai.google.dev/gemini-api/docs/models/
+    # gemini-2.5-flash-native-audio-preview-12-2025).
+    ("gemini-2.5-flash-native-audio", 131_072, 8_192, "gemini"),
     ("gemini-2.0-flash", 1_048_576, 8_192, "gemini"),
     ("gemini-1.5-pro", 2_097_152, 8_192, "gemini"),
     ("gemini-1.5-flash", 1_048_576, 8_192, "gemini"),
@@ -136,14 +160,26 @@ _BUILTIN: tuple[tuple[str, int, int | None, str], ...] = (
     ("llama-3.3", 131_072, 8_192, "llama"),
     ("llama-4-scout", 10_000_000, 8_192, "llama"),
     ("llama-4-maverick", 1_000_000, 8_192, "llama"),
-    # Qwen
-    ("qwen3", 131_072, 32_768, "qwen"),
+    # Qwen. Qwen3 is a 32k model that reaches 131,072 only with YaRN turned on ("Context Length:
+    # 32,768 natively and 131,072 tokens with YaRN": huggingface.co/Qwen/Qwen3-8B, -14B, -32B,
+    # -30B-A3B, -235B-A22B); the 2507 updates and Qwen3-Next are 262,144 natively
+    # (huggingface.co/Qwen/Qwen3-30B-A3B-Instruct-2507), kept at 131,072 as hosts serve them.
+    ("qwen3", 32_768, 32_768, "qwen"),
+    ("qwen3-235b-a22b-instruct-2507", 131_072, None, "qwen"),
+    ("qwen3-235b-a22b-thinking-2507", 131_072, None, "qwen"),
+    ("qwen3-30b-a3b-instruct-2507", 131_072, None, "qwen"),
+    ("qwen3-30b-a3b-thinking-2507", 131_072, None, "qwen"),
+    ("qwen3-4b-instruct-2507", 131_072, None, "qwen"),
+    ("qwen3-4b-thinking-2507", 131_072, None, "qwen"),
+    ("qwen3-next", 131_072, None, "qwen"),
     ("qwen3-coder", 262_144, 65_536, "qwen"),
     ("qwen3-max", 262_144, 65_536, "qwen"),
     # "Context Length: 32,768" (huggingface.co/Qwen/Qwen3-0.6B, /Qwen3-1.7B); no YaRN to 128k.
     ("qwen3-0.6b", 32_768, None, "qwen"),
     ("qwen3-1.7b", 32_768, None, "qwen"),
-    ("qwen2.5", 131_072, 8_192, "qwen"),
+    # Qwen2.5's config is set for 32,768 tokens, 131,072 with YaRN (huggingface.co/Qwen/
+    # Qwen2.5-72B-Instruct: "The current config.json is set for context length up to 32,768").
+    ("qwen2.5", 32_768, 8_192, "qwen"),
     # The small sizes are 32k models, not the family's 128k ("Context Length: Full 32,768
     # tokens and generation 8192 tokens": huggingface.co/Qwen/Qwen2.5-0.5B-Instruct,
     # /Qwen2.5-1.5B-Instruct, /Qwen2.5-3B-Instruct, /Qwen2.5-Coder-0.5B-Instruct,
@@ -161,18 +197,55 @@ _BUILTIN: tuple[tuple[str, int, int | None, str], ...] = (
     ("mistral-large", 131_072, None, "mistral"),
     ("mistral-medium", 131_072, None, "mistral"),
     ("mistral-small", 131_072, None, "mistral"),
+    # The early snapshots are 32k models (docs.mistral.ai release note 2024-02-26: "Both models
+    # feature a 32k context window"; docs.mistral.ai/models/mistral-medium-1-0-23-12: 32k; Small 3
+    # 2501: huggingface.co/mistralai/Mistral-Small-24B-Base-2501, "A 32k context window").
+    # mistral-small-2409 (its Ollama tag is 22b): 32k for the API, 128k on its Hugging Face card.
+    ("mistral-large-2402", 32_000, None, "mistral"),
+    ("mistral-medium-2312", 32_000, None, "mistral"),
+    ("mistral-small-2402", 32_000, None, "mistral"),
+    ("mistral-small-2409", 32_000, None, "mistral"),
+    ("mistral-small-2501", 32_000, None, "mistral"),
+    ("mistral-small-22b", 32_000, None, "mistral"),
+    ("mistral-small-24b", 32_000, None, "mistral"),
+    ("open-mistral-7b", 32_000, None, "mistral"),
+    ("open-mixtral-8x7b", 32_000, None, "mistral"),
+    # docs.mistral.ai release note 2024-04-17: "une fenêtre de contexte de 64k".
+    ("open-mixtral-8x22b", 64_000, None, "mistral"),
     ("codestral", 262_144, None, "mistral"),
     # Codestral 24.05 is a 32k model (docs.mistral.ai/getting-started/models: "32k").
     ("codestral-2405", 32_000, None, "mistral"),
     ("devstral", 131_072, None, "mistral"),
     ("magistral", 131_072, None, "mistral"),
+    # Magistral 1.0 and 1.1 are 40k models (docs.mistral.ai/models/magistral-medium-1-0-25-06:
+    # "Context length: 40k"; huggingface.co/mistralai/Magistral-Small-2506: "we recommend setting
+    # the maximum model length to 40k"); 1.2 (2509) is 128k.
+    ("magistral-medium-2506", 40_000, None, "mistral"),
+    ("magistral-medium-2507", 40_000, None, "mistral"),
+    ("magistral-small-2506", 40_000, None, "mistral"),
+    ("magistral-small-2507", 40_000, None, "mistral"),
     ("ministral", 131_072, None, "mistral"),
     ("open-mistral-nemo", 131_072, None, "mistral"),
 )
 
 #: Input caps below the window: OpenAI refuses more than 272k input tokens to GPT-5 and 5.1
-#: ("Input tokens exceed the configured limit of 272000 tokens"), whatever max_tokens says.
-_MAX_INPUT = {"gpt-5": 272_000, "gpt-5.1": 272_000}
+#: ("Input tokens exceed the configured limit of 272000 tokens"), whatever max_tokens says;
+#: Gemini states an input limit and an output limit, whose sum is the window.
+_MAX_INPUT = {
+    "gpt-5": 272_000,
+    "gpt-5.1": 272_000,
+    # Gemini's TTS models: 8,192 input tokens of their 8,192 + 16,384.
+    **dict.fromkeys(
+        (
+            "gemini-2.5-flash-preview-tts",
+            "gemini-2.5-pro-preview-tts",
+            "gemini-2.5-flash-lite-preview-tts",
+            "gemini-2.5-flash-tts",
+            "gemini-2.5-pro-tts",
+        ),
+        8_192,
+    ),
+}
 
 #: (substring of the canonical name, family), first match wins; the o-series below.
 _FAMILY_HINTS: tuple[tuple[str, str], ...] = (
