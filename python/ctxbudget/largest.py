@@ -38,18 +38,35 @@ class StubCandidates:
     A guarded conversation shows the same messages every turn, so each result is measured
     and its stub written once (the same stub text each time: the provider's prompt cache
     stays valid). Only the results of the latest view are kept.
+
+    It also knows which messages of a view are its own stubbed copies, and of which message:
+    stubs made in a copy (a second round on the same request) are then reported against
+    the message the caller holds.
     """
 
     def __init__(self, encoding: str, config: PruneConfig) -> None:
         self.encoding = encoding
         self.config = config
         self._seen: dict[tuple[int, int], tuple[Any, Any, tuple[str, int] | None]] = {}
+        self._copies: dict[int, tuple[Any, Any]] = {}  # id(copy) -> (copy, message it stands for)
+
+    def origin(self, message: Any) -> Any:
+        """The message ``message`` stands for: itself, or what a stubbed copy was made of."""
+        hit = self._copies.get(id(message))
+        return hit[1] if hit is not None and hit[0] is message else message
+
+    def made(self, copy: Any, message: Any) -> None:
+        """Record ``copy`` as ``message`` with more results stubbed."""
+        self._copies[id(copy)] = (copy, self.origin(message))
 
     def find(self, fmt: str, view: list[Any], infos: Sequence[MessageInfo]) -> list[_Candidate]:
         """Every result of ``view`` that is not a stub already and that its stub shrinks."""
         names = {cid: name for info in infos for cid, name in info.calls if cid is not None}
         seen: dict[tuple[int, int], tuple[Any, Any, tuple[str, int] | None]] = {}
         found = []
+        if self._copies:  # only the copies this view still holds
+            present = set(map(id, view))
+            self._copies = {k: v for k, v in self._copies.items() if k in present}
         for i, info in enumerate(infos):
             m = view[i]
             ref = results_ref(fmt, m) if info.results else None
@@ -105,7 +122,8 @@ def stub_largest(
 
     Returns:
         The new list and the ``(message, slot, stub)`` of each result stubbed (none:
-        ``view`` itself, unchanged); ``message`` is the object of ``view`` it replaced.
+        ``view`` itself, unchanged); ``message`` is the object of ``view`` it replaced or,
+        when that is a copy an earlier call made, the message the copy was made of.
 
     Raises:
         PairingError: The stubs would break tool-call pairing (cannot happen: ids are kept).
@@ -125,7 +143,13 @@ def stub_largest(
         out[i] = replace_results(fmt, view[i], slots)
     out = in_history_type(out, view)
     check_pairing(_resolved(fmt, infos), _resolved(fmt, rescan(out)), "stubbing")
-    return out, [(view[found[k].index], found[k].slot, found[k].stub) for k in selection.indices]
+    made = [
+        (candidates.origin(view[found[k].index]), found[k].slot, found[k].stub)
+        for k in selection.indices
+    ]
+    for i in by_message:
+        candidates.made(out[i], view[i])
+    return out, made
 
 
 class StickyStubs:

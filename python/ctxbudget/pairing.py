@@ -11,6 +11,15 @@ from ctxbudget import _core
 
 __all__ = ["EventKind", "PairingViolation", "validate_pairing"]
 
+#: Violation kinds in the order the core sorts those at one position.
+_KINDS = (
+    "missing_result",
+    "orphaned_result",
+    "duplicate_call",
+    "result_before_call",
+    "duplicate_result",
+)
+
 
 class EventKind(enum.IntEnum):
     """What a pairing event is: a tool call requested, or a tool result returned."""
@@ -64,14 +73,17 @@ def validate_pairing(
     try:
         found = _core.validate_pairing(events)
     except UnicodeEncodeError:
-        # An id with a lone surrogate (no UTF-8 form): compared by its escaped form, and
-        # reported as the caller wrote it.
+        # An id with a lone surrogate (no UTF-8 form): compared by an escaped form that no
+        # other id has, and reported as the caller wrote it, in the order of the written ids.
         written = {_escaped(e[2]): e[2] for e in events if _is_event(e)}
         escaped = [(e[0], e[1], _escaped(e[2])) if _is_event(e) else e for e in events]
-        found = [
-            (kind, written.get(cid, cid), positions)
-            for kind, cid, positions in _core.validate_pairing(escaped)
-        ]
+        found = sorted(
+            (
+                (kind, written.get(cid, cid), positions)
+                for kind, cid, positions in _core.validate_pairing(escaped)
+            ),
+            key=lambda v: (v[2][0], _KINDS.index(v[0]), v[1]),
+        )
     return [
         PairingViolation(kind=kind, call_id=call_id, positions=tuple(positions))
         for kind, call_id, positions in found
@@ -83,4 +95,6 @@ def _is_event(event: Any) -> bool:
 
 
 def _escaped(call_id: str) -> str:
-    return call_id.encode("utf-8", "backslashreplace").decode()
+    """A UTF-8 form of ``call_id``, distinct for distinct ids: backslashes are doubled
+    before surrogates become ``\\udXXX`` escapes (``"a\\udc80"`` written out stays apart)."""
+    return call_id.replace("\\", "\\\\").encode("utf-8", "backslashreplace").decode()

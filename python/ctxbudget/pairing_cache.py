@@ -19,12 +19,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from ctxbudget._core import DictVersions, unchanged_prefix
+from ctxbudget.messages import FORMATS
 from ctxbudget.pairing import EventKind, PairingViolation, validate_pairing
 from ctxbudget.turns import (
     content_keys,
     pairing_events,
     resolve_ids,
     scan,
+    scan_error,
     scan_one,
 )
 
@@ -54,8 +56,25 @@ class GrowingPairing:
         self._found: dict[str, list[PairingViolation]] = {}  # call id -> its violations
 
     def violations(self, fmt: str, messages: Sequence[Any]) -> list[PairingViolation]:
-        """Every pairing violation of ``messages`` (read in ``fmt``)."""
+        """Every pairing violation of ``messages`` (read in ``fmt``).
+
+        Raises:
+            ValueError: An unknown format.
+            MessageFormatError: A message that cannot be read, named with its index and field.
+        """
+        if fmt not in FORMATS:
+            raise ValueError(f"unknown message format {fmt!r}; expected one of {FORMATS}")
         msgs = list(messages)
+        try:
+            return self._violations(fmt, msgs)
+        except BaseException as exc:
+            # Events were half dropped or half read: the next list is read whole, as if new.
+            self._reset()
+            if isinstance(exc, TypeError | AttributeError | KeyError | IndexError):
+                raise scan_error(msgs, fmt, exc) from exc
+            raise
+
+    def _violations(self, fmt: str, msgs: list[Any]) -> list[PairingViolation]:
         start = self._unchanged(fmt, msgs)
         touched = self._drop_from(start)
         new = _events(fmt, msgs, start)
@@ -71,22 +90,27 @@ class GrowingPairing:
         for pos, kind, cid in new:
             self._events.setdefault(cid, []).append((pos, kind))
         keys = content_keys(fmt)
-        new = [_refs(m, keys) for m in msgs[start:]]
+        new_refs = [_refs(m, keys) for m in msgs[start:]]
         if len(self._refs) != len(keys):
             self._refs = [[] for _ in keys]
         for j, column in enumerate(self._refs):
             del column[start:]
-            column.extend(r[j] for r in new)
+            column.extend(r[j] for r in new_refs)
         self._fmt, self._msgs = fmt, msgs
         found = [v for vs in self._found.values() for v in vs]
         return sorted(found, key=lambda v: (v.positions[0], _KIND_ORDER[v.kind], v.call_id))
 
+    def _reset(self) -> None:
+        """Forget every list read: the next one is read whole."""
+        self._fmt, self._msgs, self._refs = None, [], []
+        self._versions = DictVersions()
+        self._events.clear()
+        self._found.clear()
+
     def _unchanged(self, fmt: str, msgs: list[Any]) -> int:
         """How many leading messages are the ones read last time (0: read them all)."""
         if fmt != self._fmt or fmt == "gemini":
-            self._fmt, self._msgs, self._refs = None, [], []
-            self._events.clear()
-            self._found.clear()
+            self._reset()
             return 0
         n = len(self._msgs)
         keys = content_keys(fmt)

@@ -71,5 +71,7 @@ def select_largest(
         # More than any sizes can add up to: every allowed item, short by the rest.
         indices, freed, _ = _core.select_largest(sizes, _INT64 - 1, protected)
         return Selection(indices=indices, freed=freed, shortfall=need - freed)
+    if isinstance(need, int) and need < -_INT64:
+        need = 0  # selects nothing, as any ``need <= 0`` (the sizes are still checked)
     indices, freed, shortfall = _core.select_largest(sizes, need, protected)
     return Selection(indices=indices, freed=freed, shortfall=shortfall)
