@@ -38,14 +38,16 @@ again on the way back to Gemini.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, cast
 
 from ctxbudget.formats.anthropic import _anth_block, _read_anthropic, _write_anthropic
 from ctxbudget.formats.common import _genai_to_dict, _is_genai_object, _Reader, _Writer
 from ctxbudget.formats.detect import fitting_formats, pick_format
 from ctxbudget.formats.gemini import _gemini_ids, _read_gemini, _write_gemini
-from ctxbudget.formats.langchain import _langchain, _plain_openai_dict
+from ctxbudget.formats.langchain import _is_langchain, _langchain, _plain_openai_dict
 from ctxbudget.formats.model import (
     FORMATS,
     ConvertedMessages,
@@ -56,7 +58,7 @@ from ctxbudget.formats.model import (
     PartKind,
     ToolSpec,
 )
-from ctxbudget.formats.openai_chat import _read_chat, _write_chat
+from ctxbudget.formats.openai_chat import _CHAT_PART_TYPES, _read_chat, _write_chat
 from ctxbudget.formats.openai_responses import _merge_items, _read_responses, _write_responses
 from ctxbudget.formats.tools import _read_tools, _write_tools
 
@@ -126,6 +128,20 @@ def _check_list(messages: object, fmt: str | None) -> None:
         )
 
 
+def _langchain_error(message: Any, index: int, fmt: str) -> MessageFormatError | None:
+    """LangChain messages are no wire format: an error that says how to read them, rather
+    than the reader's (a dict without a role); ``None`` for any other message."""
+    if not _is_langchain(message):
+        return None
+    return MessageFormatError(
+        f"a LangChain {type(message).__name__}: read LangChain messages with "
+        "from_langchain() first (estimate_request takes them as they are)",
+        index,
+        "message",
+        fmt,
+    )
+
+
 def _check_format(fmt: str | None, messages: Sequence[Any]) -> MessageFormat:
     _check_list(messages, fmt)
     found = detect_format(messages) if fmt is None else fmt
@@ -154,8 +170,18 @@ def normalize_messages(messages: Sequence[Any], format: str | None = None) -> tu
     """
     fmt = _check_format(format, messages)
     read = _READERS[fmt]
-    out = tuple(read(m, i) for i, m in enumerate(messages))
+    out = tuple(_read_one(read, m, i, fmt) for i, m in enumerate(messages))
     return _gemini_ids(out) if fmt == "gemini" else out
+
+
+def _read_one(read: Callable[[Any, int], Message], message: Any, index: int, fmt: str) -> Message:
+    try:
+        return read(message, index)
+    except MessageFormatError as exc:
+        better = _langchain_error(message, index, fmt)
+        if better is None:
+            raise
+        raise better from exc
 
 
 def validate_messages(messages: Sequence[Any], format: str | None = None) -> str:
@@ -317,7 +343,13 @@ def from_langchain(messages: Sequence[Any]) -> list[dict[str, Any]]:
 
     Uses ``langchain_core.messages.convert_to_openai_messages`` (plain messages, string
     content of the four common classes, are written the same way without it, which is about
-    ten times faster); needs ``langchain-core``.
+    ten times faster), and adds what it leaves out: an AI message's invalid tool calls (as
+    tool calls with their raw arguments, as ``langchain-openai`` sends them) and its reasoning
+    (Anthropic ``thinking``, ``reasoning`` blocks, ``additional_kwargs["reasoning_content"]``)
+    as ``reasoning_content``; tool-call blocks of LangChain v1 content, which repeat the
+    message's tool calls, are left out of the content. Blocks Chat Completions has no part for
+    (a server tool's call or result, ...) are kept as given: :func:`convert_messages` refuses
+    them. Needs ``langchain-core``.
 
     >>> from langchain_core.messages import HumanMessage  # doctest: +SKIP
     >>> from_langchain([HumanMessage("hi")])  # doctest: +SKIP
@@ -327,7 +359,7 @@ def from_langchain(messages: Sequence[Any]) -> list[dict[str, Any]]:
     converted: list[dict[str, Any]] = []
     for message in messages:
         try:
-            converted.extend(_langchain_one(message, lc))
+            converted.extend(_langchain_chat(message, lc))
         except Exception:
             # LangChain names the message by its index in the list it was given: give it the
             # whole list, so that its error names the right one.
@@ -337,32 +369,136 @@ def from_langchain(messages: Sequence[Any]) -> list[dict[str, Any]]:
 
 
 def _langchain_one(message: Any, lc: Any) -> list[dict[str, Any]]:
-    """One LangChain message (or a dict) as Chat Completions dicts: a plain one written
-    directly, any other through LangChain's converter; ``lc`` is ``langchain_core.messages``."""
+    """One LangChain message (or a dict) as the Chat Completions dicts a request estimate
+    walks; ``lc`` is ``langchain_core.messages``.
+
+    As :func:`from_langchain` writes it, except for the blocks with no Chat Completions part,
+    which the Chat reader would refuse, failing the whole estimate: an Anthropic document
+    becomes a Chat file (base64) or text (plain text source), any other block a text part
+    holding its JSON, which is about what it costs when sent to the provider.
+    """
+    written = _langchain_chat(message, lc)
+    for m in written:
+        content = m.get("content")
+        if isinstance(content, list) and any(_foreign(p) for p in content):
+            m["content"] = [_chat_part_of(p) if _foreign(p) else p for p in content]
+    return written
+
+
+def _langchain_chat(message: Any, lc: Any) -> list[dict[str, Any]]:
+    """One LangChain message (or a dict) as Chat Completions dicts (see
+    :func:`from_langchain`): a plain one written directly, any other through LangChain's
+    converter."""
     plain = _plain_openai_dict(message, lc)
     if plain is not None:
         return [plain]
     written = cast(list[dict[str, Any]], lc.convert_to_openai_messages([message]))
     for m in written:
-        _thinking_to_reasoning(m)
+        if m.get("role") == "assistant":
+            _add_invalid_calls(m, message)
+            _call_blocks_to_calls(m)
+            _thinking_to_reasoning(m)
+            _kwargs_reasoning(m, message)
     return written
 
 
+def _foreign(part: object) -> bool:
+    return not isinstance(part, Mapping) or part.get("type") not in _CHAT_PART_TYPES
+
+
+def _chat_part_of(block: Any) -> dict[str, Any]:
+    """A content block with no Chat Completions part, as the Chat part that costs the same."""
+    source = block.get("source") if isinstance(block, Mapping) else None
+    if isinstance(source, Mapping) and block.get("type") == "document":
+        data, media = source.get("data"), source.get("media_type")
+        if source.get("type") == "base64" and isinstance(data, str) and isinstance(media, str):
+            return {"type": "file", "file": {"file_data": f"data:{media};base64,{data}"}}
+        if source.get("type") == "text" and isinstance(data, str):
+            return {"type": "text", "text": data}
+    return {"type": "text", "text": json.dumps(block, ensure_ascii=False, default=str)}
+
+
+def _raw_call(call_id: Any, name: Any, arguments: Any) -> dict[str, Any]:
+    """A Chat Completions tool call whose arguments are sent as the string they are."""
+    args = arguments if isinstance(arguments, str) else _json_args(arguments)
+    return {"type": "function", "id": call_id, "function": {"name": name or "", "arguments": args}}
+
+
+def _json_args(arguments: Any) -> str:
+    return "" if arguments is None else json.dumps(arguments, ensure_ascii=False)
+
+
+def _add_invalid_calls(message: dict[str, Any], source: Any) -> None:
+    """An AI message's invalid tool calls (arguments that are no JSON object: a reply cut off
+    mid-call, say), which LangChain's converter drops: ``langchain-openai`` sends them as tool
+    calls with their raw arguments, and the tool messages answering them need their ids."""
+    invalid = getattr(source, "invalid_tool_calls", None) or []
+    calls = [_raw_call(c.get("id"), c.get("name"), c.get("args")) for c in invalid]
+    if calls:
+        message["tool_calls"] = [*message.get("tool_calls", []), *calls]
+
+
+#: LangChain v1 content blocks holding a tool call (as the message's own fields do).
+_CALL_BLOCKS = ("tool_call", "invalid_tool_call", "tool_call_chunk")
+
+
+def _call_blocks_to_calls(message: dict[str, Any]) -> None:
+    """Takes LangChain v1 tool-call blocks out of an assistant message's content (no Chat
+    Completions part): a call the message's ``tool_calls`` already hold is dropped, any other
+    added to them. ``message`` is a fresh dict of the conversion."""
+    content = message.get("content")
+    if not isinstance(content, list):
+        return
+    blocks = [p for p in content if isinstance(p, Mapping) and p.get("type") in _CALL_BLOCKS]
+    if not blocks:
+        return
+    message["content"] = [p for p in content if not any(p is b for b in blocks)]
+    calls = list(message.get("tool_calls", []))
+    known = {c.get("id") for c in calls}
+    for b in blocks:
+        if b.get("id") is None or b.get("id") not in known:
+            calls.append(_raw_call(b.get("id"), b.get("name"), b.get("args")))
+            known.add(b.get("id"))
+    if calls:
+        message["tool_calls"] = calls
+
+
 def _thinking_to_reasoning(message: dict[str, Any]) -> None:
-    """Moves the Anthropic thinking blocks LangChain leaves in a converted assistant message's
-    content (Chat Completions has no such part) into its ``reasoning_content``; redacted
+    """Moves the reasoning blocks LangChain leaves in a converted assistant message's content
+    (Chat Completions has no such part: Anthropic ``thinking``, v1 ``reasoning`` and the
+    Responses API's ``reasoning`` with its summary) into its ``reasoning_content``; redacted
     thinking carries no text and is dropped. ``message`` is a fresh dict of the conversion."""
     content = message.get("content")
     if not isinstance(content, list) or message.get("role") != "assistant":
         return
-    kinds = ("thinking", "redacted_thinking")
+    kinds = ("thinking", "redacted_thinking", "reasoning")
     thinking = [p for p in content if isinstance(p, Mapping) and p.get("type") in kinds]
     if not thinking:
         return
     message["content"] = [p for p in content if not any(p is t for t in thinking)]
-    texts = [t["thinking"] for t in thinking if isinstance(t.get("thinking"), str)]
+    texts = [text for t in thinking for text in _reasoning_texts(t)]
     if texts:
         message["reasoning_content"] = "\n".join(texts)
+
+
+def _reasoning_texts(block: Mapping[str, Any]) -> list[str]:
+    text = block.get("thinking", block.get("reasoning"))
+    if isinstance(text, str):
+        return [text]
+    summary = block.get("summary")
+    if not isinstance(summary, list):
+        return []
+    return [s["text"] for s in summary if isinstance(s, Mapping) and isinstance(s.get("text"), str)]
+
+
+def _kwargs_reasoning(message: dict[str, Any], source: Any) -> None:
+    """An AI message's ``additional_kwargs["reasoning_content"]`` (where ``to_langchain`` and
+    DeepSeek's integration keep it), which LangChain's converter drops, when its content held
+    no reasoning."""
+    extra = getattr(source, "additional_kwargs", None) or {}
+    text = extra.get("reasoning_content")
+    if isinstance(text, str) and "reasoning_content" not in message:
+        message["reasoning_content"] = text
 
 
 def to_langchain(
@@ -370,10 +506,70 @@ def to_langchain(
 ) -> list[Any]:
     """Any supported format → LangChain ``BaseMessage`` objects (via Chat Completions dicts).
 
-    Fields Chat Completions has no place for (an Anthropic ``cache_control``, a thinking
-    signature) are dropped, as LangChain's own converters drop them; ``strict=True`` raises
+    A tool result's error flag (Anthropic ``is_error``) becomes the ``ToolMessage``'s
+    ``status="error"``, and tool-call arguments that are no JSON object (a reply cut off
+    mid-call) an ``invalid_tool_calls`` entry, as LangChain's own parsers write them. Fields
+    Chat Completions has no place for (an Anthropic ``cache_control``, a thinking signature)
+    are dropped, as LangChain's own converters drop them; ``strict=True`` raises
     :class:`MessageFormatError` for them instead (see :func:`convert_messages`).
     """
     lc = _langchain()
-    chat = convert_messages(messages, "openai_chat", source=format, strict=strict).messages
-    return cast(list[Any], lc.convert_to_messages(chat))
+    _check_list(messages, format)
+    if messages and all(isinstance(m, Message) for m in messages):
+        normalized = list(cast(Sequence[Message], messages))
+    else:
+        normalized = list(normalize_messages(messages, format))
+    failed = {
+        p.call_id
+        for m in normalized
+        for p in m.parts
+        if p.kind == "tool_result" and p.is_error and p.call_id
+    }
+    if failed:  # carried as the status below, so no loss for the writer to refuse
+        normalized = [_without_error_flags(m) for m in normalized]
+    chat = convert_messages(normalized, "openai_chat", strict=strict).messages
+    return [_langchain_message(m, lc, failed) for m in chat]
+
+
+def _without_error_flags(message: Message) -> Message:
+    parts = tuple(replace(p, is_error=False) if p.is_error else p for p in message.parts)
+    return replace(message, parts=parts)
+
+
+def _langchain_message(chat: dict[str, Any], lc: Any, failed: set[str]) -> Any:
+    """One Chat Completions dict as a LangChain message (``lc`` is
+    ``langchain_core.messages``); ``failed``: the ids of tool calls whose result is an error.
+
+    LangChain's ``convert_to_messages`` raises on tool-call arguments that are no JSON object;
+    those calls become the AI message's ``invalid_tool_calls`` instead.
+    """
+    if chat.get("role") == "tool" and chat.get("tool_call_id") in failed:
+        chat = {**chat, "status": "error"}
+    calls = chat.get("tool_calls") if chat.get("role") == "assistant" else None
+    invalid = [c for c in calls or [] if _invalid_call(c)]
+    if not invalid:
+        return lc.convert_to_messages([chat])[0]
+    valid = [c for c in calls or [] if not any(c is i for i in invalid)]
+    message = lc.convert_to_messages([{**chat, "tool_calls": valid}])[0]
+    message.invalid_tool_calls = [
+        {
+            "type": "invalid_tool_call",
+            "name": c["function"].get("name"),
+            "args": c["function"]["arguments"],
+            "id": c.get("id"),
+            "error": "arguments are not a JSON object",
+        }
+        for c in invalid
+    ]
+    return message
+
+
+def _invalid_call(call: Any) -> bool:
+    """A Chat tool call whose arguments LangChain cannot read into a tool call's ``args``."""
+    fn = call.get("function") if isinstance(call, Mapping) else None
+    if not isinstance(fn, Mapping) or not isinstance(fn.get("arguments"), str):
+        return False
+    try:
+        return not isinstance(json.loads(fn["arguments"], strict=False), dict)
+    except ValueError:
+        return True

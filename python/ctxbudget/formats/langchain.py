@@ -37,7 +37,9 @@ def _plain_openai_dict(message: Any, lc: Any) -> dict[str, Any] | None:
     directly (LangChain's converter costs about 15 us a message); ``None`` for anything else.
 
     Plain: a ``HumanMessage``, ``AIMessage``, ``ToolMessage`` or ``SystemMessage`` (those very
-    classes) with string content, a system message without an ``__openai_role__``. The dict is
+    classes) with string content, a system message without an ``__openai_role__``, an AI
+    message without invalid tool calls or a ``reasoning_content`` (LangChain's converter drops
+    those; ``messages._langchain_one`` adds them to its dict). The dict is
     LangChain's own, key for key (``tests/test_messages.py`` compares them): role, name when
     set, tool calls (arguments as ``json.dumps(args, ensure_ascii=False)``), a refusal when
     set, the tool call id, content.
@@ -49,6 +51,8 @@ def _plain_openai_dict(message: Any, lc: Any) -> dict[str, Any] | None:
     content = message.content
     extra = message.additional_kwargs
     if type(content) is not str or (role == "system" and "__openai_role__" in extra):
+        return None
+    if role == "assistant" and (message.invalid_tool_calls or "reasoning_content" in extra):
         return None
     out: dict[str, Any] = {"role": role}
     if message.name:
