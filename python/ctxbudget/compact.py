@@ -30,7 +30,8 @@ modified; kept messages are the caller's own objects.
   of what is left, at most ``max_attempts`` calls in all.
 - **The user's latest request** is never lost: when the summary replaces it, its text is
   copied into the summary verbatim, clipped (start and end kept) to at most
-  :data:`LATEST_REQUEST_MAX_TOKENS` and a quarter of what is replaced.
+  :data:`LATEST_REQUEST_MAX_TOKENS` and a quarter of what is replaced, and its attachments
+  (images, documents, audio, files) go into the summary message whole, after the text.
 - **Events** (SPEC E4): every compaction emits a :class:`~ctxbudget.events.ContextEvent`
   (logger ``ctxbudget.compact``, and ``on_event``); a failed one logs a warning.
 """
@@ -46,7 +47,13 @@ from typing import Any, NoReturn
 
 from ctxbudget.budget import ContextWindowBudget
 from ctxbudget.events import ContextEvent, EventCallback, Reason, check_reason, emit
-from ctxbudget.messages import FORMATS, MessageFormatError, detect_format, normalize_messages
+from ctxbudget.messages import (
+    FORMATS,
+    MessageFormatError,
+    Part,
+    detect_format,
+    normalize_messages,
+)
 from ctxbudget.prune import PruneConfig, make_budget
 from ctxbudget.request import RequestEstimator
 from ctxbudget.stubs import in_history_type
@@ -90,6 +97,8 @@ EARLIER_REQUESTS_MAX_TOKENS = 2_000
 #: Characters below which the request shown in a reduced transcript is not clipped further.
 _MIN_REQUEST_CHARS = 500
 _REQUEST_HEAD = "\n\nThe user's latest request, verbatim:\n"
+#: Part kinds of the latest request that a summary replacing it carries whole.
+_ATTACHMENTS = frozenset({"image", "document", "audio", "file"})
 _REQUEST_BLOCK = re.compile(r"\n<request>\n(.*)\n</request>\Z", re.DOTALL)
 
 
@@ -315,32 +324,35 @@ class _Compaction:
             kept.append(i)
         return kept[::-1]
 
-    def _latest_request(self) -> str:
-        """The user's latest request, verbatim, when compaction replaces it (an agent loop
-        of one user turn and many tool steps): its constraints ("do not touch vendor/")
-        must not depend on the summarizer's paraphrase. Text parts only, clipped by
-        :meth:`_clip_request`. An earlier summary being condensed carries its copy
-        forward."""
+    def _latest_request(self) -> tuple[str, tuple[Part, ...]]:
+        """The user's latest request, when compaction replaces it (an agent loop of one user
+        turn and many tool steps): its text verbatim, clipped by :meth:`_clip_request` (its
+        constraints, "do not touch vendor/", must not depend on the summarizer's paraphrase),
+        and its attachments whole (the screenshot or document the request is about: the
+        summarizer only sees them named). An earlier summary being condensed carries its
+        copy forward."""
         if any(info.kind == "user" for info in self.infos[self.cut :]):
-            return ""
-        request = ""
+            return "", ()
+        attachments: tuple[Part, ...]
+        request, attachments = "", ()
         for i in range(self.cut - 1, self.start - 1, -1):
             info = self.infos[i]
+            if info.kind != "user":
+                continue
+            (message,) = normalize_messages([self.msgs[i]], self.fmt)
+            attachments = tuple(p for p in message.parts if p.kind in _ATTACHMENTS)
             if info.summary:
                 found = _REQUEST_BLOCK.search(first_text(self.fmt, self.msgs[i]) or "")
-                if not found:
+                if not found and not attachments:
                     continue
-                request = found.group(1)
-            elif info.kind == "user":
-                (message,) = normalize_messages([self.msgs[i]], self.fmt)
-                request = "\n".join(p.text for p in message.parts if p.kind == "text" and p.text)
+                request = found.group(1) if found else ""
             else:
-                continue
+                request = "\n".join(p.text for p in message.parts if p.kind == "text" and p.text)
             break
         request = self._clip_request(request)
         if not request.strip():
-            return ""
-        return f"{_REQUEST_HEAD}<request>\n{request}\n</request>"
+            return "", attachments
+        return f"{_REQUEST_HEAD}<request>\n{request}\n</request>", attachments
 
     def _clip_request(self, request: str) -> str:
         """``request``, or its start and end with a marker between them when it is longer
@@ -532,7 +544,8 @@ class _Compaction:
             text.encode("utf-8")
         except UnicodeEncodeError as e:  # a lone surrogate: no provider would accept it
             self.fail(f"the summarizer returned text that is not valid Unicode: {e}", e)
-        message = summary_message(self.fmt, text + self._latest_request(), self.level)
+        request, attachments = self._latest_request()
+        message = summary_message(self.fmt, text + request, self.level, attachments)
         scratch = RequestEstimator(
             self.model, encoding=self.encoding, counter=self.counter, format=self.fmt
         )

@@ -79,6 +79,12 @@ _UNKNOWN_COUNT_SHRINK = 0.9
 _MIN_STATED_LIMIT = 1024
 #: Stubbing rounds at most per rewrite (each re-estimates what is left).
 _STUB_ROUNDS = 3
+#: The most :meth:`GuardedRequest.kwargs` fills in as Anthropic's required ``max_tokens``
+#: when the caller gave none: the anthropic SDK refuses a larger one without streaming for
+#: some models (Claude Opus 4 and 4.1: 8,192; every model above 21,333 on a client with the
+#: default timeout: "Streaming is required for operations that may take longer than 10
+#: minutes").
+DEFAULT_MAX_TOKENS = 8_192
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +101,10 @@ class GuardedRequest:
         estimate: The calibrated estimate of the input the guard checked against the budget.
         attempt: 1 for the first dispatch, 2 for the retry after an overflow.
         reason: ``proactive`` (first dispatch) or ``overflow`` (the retry).
+        default_max_tokens: The output cap :meth:`kwargs` sends to Anthropic, which requires
+            one, when ``max_tokens`` is ``None``: the output the budget reserved for the
+            request (so the request fits the window as checked), at most
+            :data:`DEFAULT_MAX_TOKENS`.
     """
 
     messages: list[Any]
@@ -104,6 +114,7 @@ class GuardedRequest:
     estimate: CalibratedEstimate
     attempt: int = 1
     reason: Reason = "proactive"
+    default_max_tokens: int | None = None
 
     @property
     def input_tokens(self) -> int:
@@ -112,7 +123,8 @@ class GuardedRequest:
 
     def kwargs(self) -> dict[str, Any]:
         """The keyword arguments of the SDK call for the request's format, ``system``,
-        ``tools`` and the output cap only when set:
+        ``tools`` and the output cap only when set (an empty tool list is left out: Chat
+        Completions refuses ``tools: []``):
 
         - OpenAI Chat Completions (``client.chat.completions.create(model=..., **r.kwargs())``):
           ``messages`` (a ``system=`` prompt first, as a system message), ``tools``, and
@@ -121,12 +133,14 @@ class GuardedRequest:
         - OpenAI Responses (``client.responses.create``): ``input``, ``instructions``,
           ``tools``, ``max_output_tokens``;
         - Anthropic (``client.messages.create``): ``messages``, ``system``, ``tools``,
-          ``max_tokens`` (which Anthropic requires: give the guard one);
+          ``max_tokens``, which Anthropic requires: without one given to the guard, the
+          output the budget reserved for the request, at most :data:`DEFAULT_MAX_TOKENS`
+          (:attr:`default_max_tokens`; pass ``max_tokens=`` to the guard for more);
         - Gemini (``client.models.generate_content``): ``contents`` and a ``config`` dict with
           ``system_instruction``, ``tools``, ``max_output_tokens``.
         """
         fmt = self.estimate.raw.format
-        system, tools, cap = self.system, self.tools, self.max_tokens
+        system, tools, cap = self.system, self.tools or None, self.max_tokens
         if fmt == "openai_responses":
             fields = {"input": self.messages, "instructions": system, "tools": tools}
             return _set(fields | {"max_output_tokens": cap})
@@ -141,6 +155,8 @@ class GuardedRequest:
                 else "max_tokens"
             )
             return _set({"messages": [*lead, *self.messages], "tools": tools, name: cap})
+        if cap is None:
+            cap = self.default_max_tokens
         return _set(
             {"messages": self.messages, "system": system, "tools": tools, "max_tokens": cap}
         )
@@ -167,7 +183,10 @@ class GuardResult(Generic[R]):
     Attributes:
         response: What ``send`` returned.
         request: The request that got it (the retry, after a recovered overflow).
-        events: The prunes and compactions of this call, in order.
+        events: The prunes and compactions of this call, in order (their token counts are
+            uncalibrated estimates, as :class:`~ctxbudget.prune.Pruner` and
+            :func:`~ctxbudget.compact.compact` count them; ``request.input_tokens`` is the
+            calibrated one).
         overflow: The provider's overflow that was recovered from, if any.
         usage_recorded: The response's usage report fed the calibration.
     """
@@ -644,7 +663,9 @@ class ContextGuard:
             view, est = stub_fresh()
         self._check_pairing(call.fmt, view)
         self._ratio = est.total / max(1, est.raw.total)
-        request = GuardedRequest(view, system, tools, max_tokens, est, 1, reason)
+        request = GuardedRequest(
+            view, system, tools, max_tokens, est, 1, reason, self._default_output(max_tokens)
+        )
         over = room.over(est)
         budget = self._budget(max_tokens)
         if over > 0 and budget.fits(est.total, max_tokens=max_tokens):
@@ -662,6 +683,20 @@ class ContextGuard:
             exc.add_note(f"compaction was tried and failed: {failure}")
             raise exc from failure.__cause__ or failure
         return request
+
+    def _default_output(self, max_tokens: int | None) -> int | None:
+        """The output cap a request without ``max_tokens`` is sent with where the API
+        requires one (Anthropic): what the budget reserved for its output (the reserve
+        without its margin, as capped), so that the request fits as checked, at most
+        :data:`DEFAULT_MAX_TOKENS`."""
+        if max_tokens is not None:
+            return None
+        budget = self._budget(None)
+        if budget.reserved_output is not None:
+            output = budget.reserved_output
+        else:
+            output = budget.max_output if budget.max_output is not None else budget.default_output
+        return max(1, min(output, budget.reserve(None), DEFAULT_MAX_TOKENS))
 
     def _pruner_budget(self, limit: int, max_tokens: int | None) -> ContextWindowBudget:
         """The budget the Pruner checks its (raw) estimates against: ``limit`` calibrated
@@ -740,7 +775,9 @@ class ContextGuard:
         """``view`` with its largest tool results stubbed until the estimate is within
         ``room``: only results before ``fresh_from`` when it is given, else any. ``est`` is
         the estimate of ``view``."""
-        before, messages_before, stubbed = est.total, len(view), 0
+        # Counted as the Pruner and compaction count their events (uncalibrated), so that
+        # one call's events chain: each one's tokens_before is the last one's tokens_after.
+        before, messages_before, stubbed = est.raw.total, len(view), 0
         for _ in range(_STUB_ROUNDS):
             if room.over(est) <= 0:
                 break
@@ -756,7 +793,7 @@ class ContextGuard:
             est = self._estimate(view, call.system, call.tools, max_tokens)
         if stubbed:
             event = ContextEvent(
-                action="prune", reason=reason, tokens_before=before, tokens_after=est.total,
+                action="prune", reason=reason, tokens_before=before, tokens_after=est.raw.total,
                 messages_before=messages_before, messages_after=len(view),
                 fits=room.over(est) <= 0, stubbed=stubbed,
             )  # fmt: skip

@@ -26,7 +26,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ctxbudget.messages import Message, Part, normalize_messages
+from ctxbudget.messages import Message, Part, convert_messages, normalize_messages
 from ctxbudget.turns import SUMMARY_MARKER
 
 __all__ = [
@@ -229,13 +229,23 @@ def summary_text(summary: str, level: int) -> str:
     )
 
 
-def summary_message(fmt: str, summary: str, level: int) -> dict[str, Any]:
-    """The summary as a user message in format ``fmt``.
+def summary_message(
+    fmt: str, summary: str, level: int, attachments: Sequence[Part] = ()
+) -> dict[str, Any]:
+    """The summary as a user message in format ``fmt``, with ``attachments`` (the images and
+    documents of the user's latest request it replaces) after its text.
 
     >>> summary_message("gemini", "Goal: ship it.", 1)["parts"][0]["text"].splitlines()[0]
     '[ctxbudget summary v1 level=1]'
+    >>> image = Part("image", url="https://example.com/a.png")
+    >>> summary_message("openai_chat", "Goal: fix it.", 1, [image])["content"][1]
+    {'type': 'image_url', 'image_url': {'url': 'https://example.com/a.png'}}
     """
     text = summary_text(summary, level)
+    if attachments:
+        parts = (Part("text", text), *attachments)
+        (message,) = convert_messages([Message("user", parts, provider=fmt)], fmt).messages
+        return dict(message)
     if fmt == "gemini":
         return {"role": "user", "parts": [{"text": text}]}
     if fmt == "anthropic":
