@@ -16,6 +16,7 @@ pub mod pairing;
 pub mod profiles;
 pub mod scan;
 pub mod select;
+pub mod stream;
 pub mod text;
 pub mod units;
 pub mod vocab;
@@ -41,5 +42,7 @@ mod py_prefix;
 mod py_read;
 #[cfg(feature = "python")]
 mod py_responses;
+#[cfg(feature = "python")]
+mod py_stream;
 #[cfg(feature = "python")]
 mod py_weigh;

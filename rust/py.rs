@@ -25,7 +25,7 @@ pub(crate) enum ByteSource<'py> {
 }
 
 impl<'py> ByteSource<'py> {
-    fn new(obj: &Bound<'py, PyAny>, what: &str) -> PyResult<Self> {
+    pub(crate) fn new(obj: &Bound<'py, PyAny>, what: &str) -> PyResult<Self> {
         if let Ok(bytes) = obj.cast::<PyBytes>() {
             return Ok(Self::Bytes(bytes.clone()));
         }
@@ -65,14 +65,14 @@ impl<'py> ByteSource<'py> {
 
     /// Whether other Python threads may change the bytes while the interpreter is released
     /// (a `bytearray`, a writable `memoryview`).
-    fn writable(&self) -> bool {
+    pub(crate) fn writable(&self) -> bool {
         match self {
             Self::Bytes(_) => false,
             Self::Buffer(buffer) => !buffer.readonly(),
         }
     }
 
-    fn as_slice(&self) -> &[u8] {
+    pub(crate) fn as_slice(&self) -> &[u8] {
         match self {
             Self::Bytes(bytes) => bytes.as_bytes(),
             Self::Buffer(buffer) => {
@@ -103,7 +103,7 @@ pub(crate) fn maybe_detach<T: Send>(py: Python<'_>, len: usize, f: impl FnOnce()
     }
 }
 
-fn text_error(err: &TextError) -> PyErr {
+pub(crate) fn text_error(err: &TextError) -> PyErr {
     BinaryContentError::new_err((
         err.to_string(),
         err.offset,
@@ -421,6 +421,8 @@ mod _core {
     use crate::py_dict_versions::DictVersions;
     #[pymodule_export]
     use crate::py_prefix::unchanged_prefix;
+    #[pymodule_export]
+    use crate::py_stream::TextStream;
     #[pymodule_export]
     use crate::py_weigh::weigh_messages;
 }

@@ -21,7 +21,7 @@ use crate::estimate::{Encoding, Estimator};
 const BUF: usize = 64 * 1024;
 /// Largest the buffer grows to while no cut comes (the most extra memory a `str` estimate
 /// takes: an adversarial text, one piece this long, costs this much, never more).
-const MAX_BUF: usize = 64 * 1024 * 1024;
+pub(crate) const MAX_BUF: usize = 64 * 1024 * 1024;
 
 /// Text in any of the layouts we estimate without copying: UTF-8 bytes or `str` code units.
 #[derive(Debug, Clone, Copy)]
@@ -440,7 +440,7 @@ fn feed_units<U: Unit>(units: &[U], est: &mut Estimator) -> Result<(), Surrogate
 
 /// The last position in the second half of `b` (valid UTF-8) where a new piece starts in
 /// every dialect ([`is_cut`]), if any (see the module docs).
-fn safe_cut(b: &[u8]) -> Option<usize> {
+pub(crate) fn safe_cut(b: &[u8]) -> Option<usize> {
     (b.len() / 2..b.len()).rev().find(|&k| is_cut_utf8(b, k))
 }
 

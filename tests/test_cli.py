@@ -11,6 +11,7 @@ import pytest
 
 from ctxbudget import estimate_tokens
 from ctxbudget.cli import main
+from ctxbudget.tokens import ENCODINGS
 
 
 def run(
@@ -324,20 +325,74 @@ class _Stdin:
         self.buffer = io.BytesIO(data)
 
 
-def test_stdin_past_the_limit_is_an_error_not_unbounded_memory(
+def test_count_reads_stdin_of_any_size_in_chunks(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import tracemalloc
+
+    import ctxbudget.cli as cli
+
+    # The limit on what is read into memory is inspect's; count holds one chunk at a time.
+    monkeypatch.setattr(cli, "STREAM_LIMIT", 4096)
+    data = b"2026-11-29T02:00:00Z INFO  [export] chunk=12 rows=480 took=12.5ms\n" * 150_000
+    monkeypatch.setattr(sys, "stdin", _Stdin(data))  # 10 MB
+    tracemalloc.start()
+    try:
+        assert main(["count", "-e", "all"]) == 0
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * 2**20
+    want = [estimate_tokens(data, e) for e in ENCODINGS] + [len(data)]
+    assert _rows(capsys.readouterr().out)["(stdin)"] == want
+
+
+def test_inspect_refuses_stdin_past_the_limit(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     import ctxbudget.cli as cli
 
-    monkeypatch.setattr(cli, "STREAM_LIMIT", 4096, raising=False)
-    monkeypatch.setattr(sys, "stdin", _Stdin(b"word " * 1000))
-    assert main(["count"]) == 1  # 5,000 bytes
-    out, err = capsys.readouterr()
-    assert out == ""
-    assert err.startswith("ctxbudget: (stdin): more than 4,096 bytes") and "a file" in err
-    monkeypatch.setattr(sys, "stdin", _Stdin(b"word " * 819))  # 4,095 bytes: counted
-    assert main(["count"]) == 0
-    assert _rows(capsys.readouterr().out)["(stdin)"] == [estimate_tokens(b"word " * 819), 4095]
+    monkeypatch.setattr(cli, "STREAM_LIMIT", 4096)
+    monkeypatch.setattr(sys, "stdin", _Stdin(b"[" + b'{"role": "user", "content": "hi"},' * 200))
+    assert main(["inspect", "-"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("ctxbudget inspect: (stdin): more than 4,096 bytes") and "a file" in err
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_a_file_truncated_while_counted_ends_the_count_not_the_process(tmp_path: Path) -> None:
+    # A log rotated by copytruncate while it is counted. Its pages were mapped until
+    # 2026-12-02: reading them after the truncation killed the process with SIGBUS. The hook
+    # truncates the file when the count first looks at its bytes (whichever way it reads them).
+    log = tmp_path / "app.log"
+    log.write_bytes(b"GET /index.html 200 12ms\n" * 150_000)  # 3.75 MB: a few chunks
+    script = f"""
+import os, sys
+import ctxbudget.cli as cli
+path = {str(log)!r}
+def truncating(real):
+    def hook(*args):
+        if os.path.getsize(path):
+            os.truncate(path, 0)
+        return real(*args)
+    return hook
+cli.validate_text = truncating(cli.validate_text)
+if hasattr(cli, "TextStream"):
+    real = cli.TextStream
+    class Stream:
+        def __init__(self, encodings):
+            self.inner = real(encodings)
+            self.feed = truncating(self.inner.feed)
+            self.finish = self.inner.finish
+    cli.TextStream = Stream
+sys.exit(cli.main(["count", path]))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, check=False, timeout=120
+    )
+    assert done.returncode == 0, done
+    counted = int(done.stdout.split()[-2])  # the bytes column
+    assert 0 < counted < 3_750_000  # what was read before the truncation
 
 
 def test_stdin_is_checked_for_binary_data_before_it_is_read_on(

@@ -8,6 +8,7 @@ import numpy.typing as npt
 
 __all__ = [
     "DictVersions",
+    "TextStream",
     "check_text",
     "count_newlines",
     "detect_type",
@@ -57,6 +58,12 @@ class DictVersions:
     def __init__(self) -> None: ...
     def __len__(self) -> int: ...
     def __reduce__(self) -> tuple[type[DictVersions], tuple[()]]: ...
+
+@final
+class TextStream:
+    def __new__(cls, encodings: list[str], /) -> TextStream: ...
+    def feed(self, data: _BytesLike, /) -> None: ...
+    def finish(self) -> tuple[int, list[int], int]: ...
 
 def unchanged_prefix(
     messages: list[Any],

@@ -6,17 +6,16 @@ import argparse
 import codecs
 import contextlib
 import errno
-import mmap
 import os
 import signal
-import stat
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import BinaryIO
 
+from ctxbudget._core import TextStream
 from ctxbudget._types import BytesLike
 from ctxbudget.demo import MIN_WINDOW, print_demo
 from ctxbudget.errors import BinaryContentError
@@ -30,15 +29,15 @@ from ctxbudget.report import (
     print_inspection,
     printable,
 )
-from ctxbudget.tokens import DEFAULT_ENCODING, ENCODINGS, estimate_tokens
+from ctxbudget.tokens import DEFAULT_ENCODING, ENCODINGS
 from ctxbudget.tool_output import validate_text
 
 __all__ = ["STREAM_LIMIT", "main"]
 
-#: Most bytes ``count`` reads from stdin or another stream (a pipe, a device) into memory.
-#: Regular files, stdin redirected from one included, are mapped instead, whatever their size.
+#: Most bytes ``inspect`` reads from stdin into memory (``count`` reads any input in chunks,
+#: whatever its size).
 STREAM_LIMIT = 256 * 2**20
-#: Bytes read at a time from a stream; the first chunk is checked for binary data at once.
+#: Bytes read at a time; each chunk is checked for binary data before more is read.
 _CHUNK = 2**20
 
 
@@ -58,60 +57,47 @@ class _TooLong(Exception):
     """A stream longer than :data:`STREAM_LIMIT`."""
 
 
-@contextlib.contextmanager
-def _contents(name: str) -> Iterator[BytesLike]:
-    """The bytes of file ``name`` (``-``: stdin), for the time of the ``with``.
-
-    A regular file is mapped, not read: the core reads its pages in place, and a binary file
-    is refused from its first bad byte, the rest never read. Anything else (a pipe, a
-    terminal, a device, a file whose size says nothing, as in ``/proc``) is read in chunks,
-    up to :data:`STREAM_LIMIT` bytes; the first chunk is checked for binary data before more
-    is read (``/dev/zero`` is refused at once).
+def _open_input(name: str) -> contextlib.AbstractContextManager[BinaryIO]:
+    """File ``name`` opened for reading, or stdin for ``-`` (left open).
 
     Raises:
-        OSError: It cannot be opened or read (a closed stdin: ``EBADF``).
-        BinaryContentError: A stream that starts with binary data.
-        _TooLong: A stream longer than the limit.
+        OSError: It cannot be opened (a closed stdin: ``EBADF``).
     """
     if name != "-":
-        with open(name, "rb") as file, _mapped_or_read(file) as data:
-            yield data
-        return
+        return open(name, "rb")
     if sys.stdin is None:  # closed (`<&-`): Python then has no stdin at all
         raise OSError(errno.EBADF, os.strerror(errno.EBADF))
-    with _mapped_or_read(sys.stdin.buffer) as data:
-        yield data
+    return contextlib.nullcontext(sys.stdin.buffer)
 
 
-@contextlib.contextmanager
-def _mapped_or_read(file: BinaryIO) -> Iterator[BytesLike]:
-    try:
-        fd = file.fileno()
-        info = os.fstat(fd)
-        start = os.lseek(fd, 0, os.SEEK_CUR) if stat.S_ISREG(info.st_mode) else 0
-    except (OSError, ValueError):  # no file descriptor (io.UnsupportedOperation is both)
-        info = None
-    if info is None or not stat.S_ISREG(info.st_mode) or info.st_size <= start:
-        yield _read_stream(file)
-        return
-    try:
-        mapped = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
-    except (OSError, ValueError):  # a file system that cannot map files: read it
-        yield _read_stream(file)
-        return
-    view = memoryview(mapped)[start:]  # stdin opened part-way (`(read x; ctxbudget count) <f`)
-    try:
-        yield view
-    finally:
-        view.release()
-        # Leave the offset at the end, as reading it would: a second `-` then counts nothing,
-        # as with `wc`, and `(ctxbudget count; cat) <f` does not hand the file on unread.
-        os.lseek(fd, 0, os.SEEK_END)
-        with contextlib.suppress(BufferError):  # a view still held: closed when collected
-            mapped.close()
+def _counted(file: BinaryIO, encodings: Sequence[str]) -> tuple[int, list[int], int]:
+    """``file`` read to its end in chunks, checked as text and estimated in each of
+    ``encodings`` as it comes (:class:`ctxbudget._core.TextStream`): memory stays at a chunk
+    and a short tail whatever the size, and binary data is refused from the chunk that shows
+    it (``/dev/zero`` at once). Files are read, not mapped: a file truncated meanwhile (a log
+    rotated by ``copytruncate``) ends the count early instead of killing the process with
+    ``SIGBUS``. Returns ``(bytes, tokens per encoding, bytes of an unfinished UTF-8
+    character at the end)``; stdin is left at its end, as ``wc`` leaves it.
+
+    Raises:
+        OSError: It cannot be read.
+        BinaryContentError: It is not text (the offset counted from where reading began).
+    """
+    stream = TextStream(list(encodings))
+    while chunk := file.read(_CHUNK):
+        stream.feed(chunk)
+    return stream.finish()
 
 
 def _read_stream(file: BinaryIO) -> bytearray:
+    """All of ``file`` (stdin given to ``inspect``), up to :data:`STREAM_LIMIT` bytes; the first
+    chunk is checked for binary data before more is read.
+
+    Raises:
+        OSError: It cannot be read.
+        BinaryContentError: It starts with binary data.
+        _TooLong: It is longer than the limit.
+    """
     data = bytearray()
     while chunk := file.read(_CHUNK):
         if len(data) + len(chunk) > STREAM_LIMIT:
@@ -155,15 +141,15 @@ def _cut_character(data: BytesLike, err: BinaryContentError) -> bool:
     return True
 
 
-def _count_one(name: str, data: BytesLike, encodings: Sequence[str]) -> _Counted:
-    err = _check_text(data)
-    if err is not None:
+def _count_one(name: str, file: BinaryIO, encodings: Sequence[str]) -> _Counted:
+    size, tokens, cut = _counted(file, encodings)
+    if cut:
         print(
             f"ctxbudget: {name}: note: ends in an incomplete UTF-8 character "
-            f"({len(data) - err.offset} of its bytes), counted as it is",
+            f"({cut} of its bytes), counted as it is",
             file=sys.stderr,
         )
-    return _Counted(name, len(data), {enc: estimate_tokens(data, enc) for enc in encodings})
+    return _Counted(name, size, dict(zip(encodings, tokens, strict=True)))
 
 
 def _print_table(rows: list[_Counted], encodings: Sequence[str]) -> None:
@@ -190,18 +176,11 @@ def _count(args: argparse.Namespace) -> int:
     failed = False
     for name, label in named:
         try:
-            with _contents(name) as data:
-                rows.append(_count_one(label, data, encodings))
+            with _open_input(name) as file:
+                rows.append(_count_one(label, file, encodings))
         except BinaryContentError as err:
             kind = err.detected_type or "binary data"
             print(f"ctxbudget: {label}: skipped, not text ({kind}): {err}", file=sys.stderr)
-            failed = True
-        except _TooLong:
-            print(
-                f"ctxbudget: {label}: more than {STREAM_LIMIT:,} bytes, the most read from a"
-                " pipe or device: save it to a file and count the file (files are mapped)",
-                file=sys.stderr,
-            )
             failed = True
         except OSError as err:
             print(f"ctxbudget: {label}: {err.strerror or err}", file=sys.stderr)
@@ -311,8 +290,8 @@ def _conversation(args: argparse.Namespace) -> Conversation:
         return load_conversation(_sample_paths_named("agent_session.json"), args.model)
     if args.file != "-":
         return load_conversation(Path(args.file), args.model)
-    with _contents("-") as data:
-        return parse_conversation(bytes(data), args.model)
+    with _open_input("-") as file:
+        return parse_conversation(bytes(_read_stream(file)), args.model)
 
 
 def _sample_paths_named(name: str) -> Path:
