@@ -162,3 +162,13 @@ def loopback() -> Iterator[LoopbackServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def fresh_loopback(loopback: LoopbackServer) -> Iterator[LoopbackServer]:
+    """The loopback server with no request recorded yet; what a test queued and did not use
+    is dropped after it."""
+    loopback.bodies.clear()
+    loopback.paths.clear()
+    yield loopback
+    loopback.queued.clear()

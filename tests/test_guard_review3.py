@@ -21,7 +21,6 @@ import itertools
 import json
 import struct
 import zlib
-from collections.abc import Iterator
 from contextlib import closing
 from typing import Any
 
@@ -65,11 +64,8 @@ def summarize(prompt: str, max_tokens: int) -> str:
 
 
 @pytest.fixture
-def server(loopback: LoopbackServer) -> Iterator[LoopbackServer]:
-    loopback.bodies.clear()
-    loopback.paths.clear()
-    yield loopback
-    loopback.queued.clear()
+def server(fresh_loopback: LoopbackServer) -> LoopbackServer:
+    return fresh_loopback
 
 
 # -- Anthropic's required max_tokens

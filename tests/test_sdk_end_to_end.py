@@ -14,7 +14,6 @@ API references the shapes are checked against:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from contextlib import closing
 from typing import Any
 
@@ -43,11 +42,8 @@ def summarize(prompt: str, max_tokens: int) -> str:
 
 
 @pytest.fixture
-def server(loopback: LoopbackServer) -> Iterator[LoopbackServer]:
-    loopback.bodies.clear()
-    loopback.paths.clear()
-    yield loopback
-    loopback.queued.clear()
+def server(fresh_loopback: LoopbackServer) -> LoopbackServer:
+    return fresh_loopback
 
 
 def no_nulls(value: Any, path: str = "$", allowed: frozenset[str] = frozenset()) -> None:
