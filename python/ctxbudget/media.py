@@ -114,7 +114,9 @@ _RULES: dict[str, _Tiles | _Patches | tuple[str, ...] | str] = {
     "anthropic-hires": "anthropic-hires",
     # A Claude name whose version cannot be read: the larger of the two.
     "anthropic-unknown": ("anthropic", "anthropic-hires"),
-    # Gemini 1.5 / 2.x: 258 when both sides are at most 384, else 258 per 768x768 tile.
+    # Gemini 1.5 / 2.x: 258 when both sides are at most 384, else 258 per 768x768 tile; an
+    # image over 3072 px a side is "scaled down and padded to fit a maximum resolution of 3072
+    # x 3072" (Vertex AI / Firebase "input file requirements"): 16 tiles, 4,128 tokens at most.
     "gemini": "gemini",
     # Gemini 3: a set count per image by media resolution (default high: 1120).
     "gemini-3": "gemini-3",
@@ -206,6 +208,9 @@ def _anthropic_rule(name: str, claude: bool) -> str:
 _ANTHROPIC = {"anthropic": (1_568, 1_600), "anthropic-hires": (2_576, 5_000)}
 #: The most 512-pixel tiles an image has after the tile rule's resizing (2048 x 768).
 _MAX_TILES = 8
+#: Gemini 2.x: the largest side an image keeps (a larger one is padded to 3072 x 3072) and
+#: the pixels a tile covers.
+_GEMINI_MAX_SIDE, _GEMINI_TILE = 3_072, 768
 #: Gemini 3 tokens per image by media resolution (``media_resolution_high`` is the default;
 #: ``ultra_high`` can only be set on a part).
 _GEMINI_3_IMAGE = {"low": 280, "medium": 560, "high": 1_120, "ultra_high": 2_240}
@@ -225,13 +230,15 @@ def image_tokens(
       the model's patch budget, times its multiplier (1.62 for the minis).
     - ``anthropic``: long edge at most 1568, then ``w*h/750``, at most 1600;
       ``anthropic-hires`` (Claude Opus 4.7 on): long edge at most 2576, at most 5000.
-    - ``gemini`` (1.5, 2.x): 258 when both sides are at most 384, else 258 per 768x768 tile.
+    - ``gemini`` (1.5, 2.x): 258 when both sides are at most 384, else 258 per 768x768 tile;
+      over 3072 pixels a side, padded to 3072x3072 (16 tiles, 4128).
     - ``gemini-3``: 1120 an image, or by ``detail`` as its media resolution (``low`` 280,
       ``medium`` 560, ``ultra_high`` 2240).
 
     An unknown size costs the most an image can cost by the rule
     (:data:`UNKNOWN_IMAGE_TOKENS`), except for Gemini 2.x images over 1536 pixels a side. A
-    rule this module does not know is costed as ``openai``.
+    rule this module does not know is costed as ``openai``. Every rule's cost is bounded,
+    whatever size a header declares.
 
     >>> image_tokens(1024, 1024, "openai"), image_tokens(1000, 750, "anthropic")
     (765, 1000)
@@ -266,7 +273,9 @@ def image_tokens(
     w, h = float(width), float(height)
     if w <= 384 and h <= 384:
         return 258
-    return 258 * math.ceil(w / 768) * math.ceil(h / 768)
+    if max(w, h) > _GEMINI_MAX_SIDE:  # scaled down, then padded to the largest square
+        w = h = _GEMINI_MAX_SIDE
+    return 258 * math.ceil(w / _GEMINI_TILE) * math.ceil(h / _GEMINI_TILE)
 
 
 def _tile_count(width: int, height: int) -> int:
@@ -298,7 +307,7 @@ def _patch_count(width: int, height: int, budget: int, side: int | None) -> int:
 #: Cost of an image whose size is unknown, per rule: the most an image can cost by it (an
 #: OpenAI rule at its default ``detail``; 1,445 for gpt-4o, 48,169 for gpt-4o-mini). For
 #: Gemini 2.x, an image at Gemini 3's default (high) media resolution, which 2.x tiling exceeds
-#: only for images over 1536 pixels a side.
+#: only for images over 1536 pixels a side (at most 4,128, for one over 2304).
 UNKNOWN_IMAGE_TOKENS = {rule: image_tokens(None, None, rule) for rule in _RULES}
 #: Tokens per document page, per provider (OpenAI and Anthropic send text + a page image).
 DOCUMENT_PAGE_TOKENS = {"openai": 1_500, "anthropic": 3_000, "gemini": 560}
@@ -324,10 +333,19 @@ def _head_bytes(data: str | bytes, limit: int = 65_536) -> bytes:
         return b""
 
 
+#: Largest width or height a PNG may declare (the PNG specification, IHDR: "zero is an invalid
+#: value", at most 2^31 - 1).
+_PNG_MAX_SIDE = (1 << 31) - 1
+
+
 def image_size(data: bytes) -> tuple[int, int] | None:
-    """Width and height from a PNG, GIF, JPEG or WebP header, or ``None``."""
+    """Width and height from a PNG, GIF, JPEG or WebP header, or ``None`` (also for a PNG
+    whose first chunk is not its IHDR, or whose size the PNG specification rules out: bytes
+    after a PNG signature are not a size)."""
     if data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) >= 24:
         w, h = struct.unpack(">II", data[16:24])
+        if data[12:16] != b"IHDR" or not (0 < w <= _PNG_MAX_SIDE and 0 < h <= _PNG_MAX_SIDE):
+            return None
         return int(w), int(h)
     if data[:6] in (b"GIF87a", b"GIF89a") and len(data) >= 10:
         w, h = struct.unpack("<HH", data[6:10])
@@ -338,10 +356,10 @@ def image_size(data: bytes) -> tuple[int, int] | None:
             w = int.from_bytes(data[24:27], "little") + 1
             h = int.from_bytes(data[27:30], "little") + 1
             return w, h
-        if chunk == b"VP8 ":
+        if chunk == b"VP8 " and data[23:26] == b"\x9d\x01\x2a":  # a key frame's start code
             w, h = struct.unpack("<HH", data[26:30])
             return int(w) & 0x3FFF, int(h) & 0x3FFF
-        if chunk == b"VP8L":
+        if chunk == b"VP8L" and data[20] == 0x2F:  # the lossless stream's signature byte
             b = data[21:25]
             w = 1 + (((b[1] & 0x3F) << 8) | b[0])
             h = 1 + (((b[3] & 0xF) << 10) | (b[2] << 2) | ((b[1] & 0xC0) >> 6))
@@ -388,9 +406,10 @@ _PDF_BYTES_PER_PAGE = 2_000
 
 _PDF_PAGES = re.compile(rb"/Type\s*/Pages(?![A-Za-z0-9])")
 _PDF_PAGE = re.compile(rb"/Type\s*/Page(?![A-Za-z0-9])")
-_PDF_COUNT = re.compile(rb"/Count\s*(\d+)")
+#: Numbers are read up to 18 digits (a longer one is damage, and ``int()`` refuses 4,300).
+_PDF_COUNT = re.compile(rb"/Count\s*(\d{1,18})(?![0-9])")
 _PDF_OBJSTM = re.compile(rb"/Type\s*/ObjStm(?![A-Za-z0-9])")
-_PDF_INT = re.compile(rb"/(N|First|Length)\s+(\d+)(?![0-9]|\s+\d+\s+R)")
+_PDF_INT = re.compile(rb"/(N|First|Length)\s+(\d{1,18})(?![0-9]|\s+\d+\s+R)")
 
 
 @dataclass(slots=True)
@@ -533,7 +552,9 @@ def _document_pages(data: str | bytes | None) -> int:
         return UNKNOWN_DOCUMENT_PAGES
     size = len(data) if isinstance(data, bytes) else len(data) * 3 // 4
     pages = _pdf_pages(data, size)
-    return pages or max(UNKNOWN_DOCUMENT_PAGES, -(-size // _PDF_BYTES_PER_PAGE))
+    if pages and pages <= size:  # each page takes bytes: a larger /Count is damage
+        return pages
+    return max(UNKNOWN_DOCUMENT_PAGES, -(-size // _PDF_BYTES_PER_PAGE))
 
 
 # --------------------------------------------------------------------------- one part
@@ -551,6 +572,19 @@ def _gemini_resolution(part: Part) -> str | int | None:
     if isinstance(value, str):
         return value.lower().removeprefix("media_resolution_") or None
     return None
+
+
+def _page_tokens(part: Part, rule: str) -> int:
+    """Tokens a document page costs: the provider's, or on Gemini 3 those of the media
+    resolution the part asks for (a PDF page costs what an image does: 280 at ``low``, 560 at
+    ``medium``, its default, 1120 at ``high``; ai.google.dev/gemini-api/docs/media-resolution)."""
+    if rule == "gemini-3":
+        resolution = _gemini_resolution(part)
+        if isinstance(resolution, int):
+            return resolution
+        if resolution in _GEMINI_3_IMAGE:
+            return _GEMINI_3_IMAGE[resolution]
+    return DOCUMENT_PAGE_TOKENS.get(_provider(rule), 3_000)
 
 
 def media_tokens(part: Part, rule: str, count: Counter) -> tuple[int, bool]:
@@ -574,12 +608,16 @@ def media_tokens(part: Part, rule: str, count: Counter) -> tuple[int, bool]:
         if part.data is not None and media.startswith("text/"):
             raw = part.data if isinstance(part.data, bytes) else _head_bytes(part.data, 1 << 62)
             return count(raw.decode("utf-8", "replace")), True
-        per_page = DOCUMENT_PAGE_TOKENS.get(_provider(rule), 3_000)
-        return _document_pages(part.data) * per_page, False
+        return _document_pages(part.data) * _page_tokens(part, rule), False
     # audio and other files: about one token per KB of encoded data, at least 100
     nbytes = len(part.data) * 3 // 4 if isinstance(part.data, str) else len(part.data or b"")
-    if part.kind == "audio" and part.data is not None and rule.startswith("gemini"):
-        return _gemini_audio_tokens(part.data, nbytes), False
+    if part.data is not None and rule.startswith("gemini"):
+        if part.kind == "audio":
+            return _gemini_audio_tokens(part.data, nbytes), False
+        if (part.media_type or "").startswith("video/"):
+            video = _gemini_video_tokens(part.data, nbytes, _gemini_resolution(part))
+            if video is not None:
+                return video, False
     return max(100, nbytes // 1_000), False
 
 
@@ -596,6 +634,13 @@ _GEMINI_AUDIO_PER_SECOND = 32
 #: Gemini's own 16 kbps ("downsamples audio files to a 16 Kbps data resolution",
 #: ai.google.dev/gemini-api/docs/audio); a file encoded lower would cost more.
 _AUDIO_FALLBACK_BPS = 16_000
+#: Fewest bytes a second of audio is believed to take (800 bps): the lowest rate of the codecs
+#: Gemini reads (WAV, MP3, AIFF, AAC, Ogg Vorbis, FLAC) is 8 kbps, all but FLAC's near-silence.
+#: A header declaring a longer duration (a byte rate of 1, a FLAC sample count of 2^36) is
+#: damage, and is costed at this rate.
+_AUDIO_MIN_BYTES_PER_SECOND = 100
+#: The longest audio one Gemini prompt may hold: 9.5 hours (ai.google.dev/gemini-api/docs/audio).
+_GEMINI_AUDIO_MAX_SECONDS = 9.5 * 3_600
 #: MPEG audio bitrates in kbps by (MPEG-1?, layer) and the header's 4-bit index (1-14).
 _MP3_KBPS = {
     (True, 1): (32, 64, 96, 128, 160, 192, 224, 256, 288, 320, 352, 384, 416, 448),
@@ -608,10 +653,12 @@ _MP3_KBPS = {
 
 def _gemini_audio_tokens(data: str | bytes, nbytes: int) -> int:
     """32 tokens a second of the audio's duration, read from its header (WAV, FLAC, a CBR
-    MP3), else from its size at :data:`_AUDIO_FALLBACK_BPS`; at least one second."""
+    MP3), else from its size at :data:`_AUDIO_FALLBACK_BPS`; at least one second, and at most
+    what its bytes can hold or one prompt may take (a damaged header is not believed)."""
     seconds = _audio_seconds(data, nbytes)
     if seconds is None:
         seconds = nbytes * 8 / _AUDIO_FALLBACK_BPS
+    seconds = min(seconds, nbytes / _AUDIO_MIN_BYTES_PER_SECOND, _GEMINI_AUDIO_MAX_SECONDS)
     return max(_GEMINI_AUDIO_PER_SECOND, math.ceil(seconds * _GEMINI_AUDIO_PER_SECOND))
 
 
@@ -652,3 +699,50 @@ def _mp3_seconds(head: bytes, nbytes: int) -> float | None:
     mpeg1 = version == 3
     kbps = _MP3_KBPS[(mpeg1, layer if mpeg1 else min(layer, 2))][index - 1]
     return nbytes * 8 / (kbps * 1_000)
+
+
+# --------------------------------------------------------------------------- video
+#
+# Gemini: "each second of video is tokenized": a frame a second at 258 tokens (66 at low media
+# resolution), 32 tokens of audio and metadata, "about 300 tokens per second of video at the
+# default media resolution, or 100 tokens per second at low" (ai.google.dev/gemini-api/docs/
+# video-understanding, "Technical details"). The duration is read from an MP4/QuickTime movie
+# header; a video whose duration cannot be read keeps the bytes estimate.
+
+#: Gemini video tokens a second, by media resolution (``None``: the default).
+_GEMINI_VIDEO_PER_SECOND = {"low": 100}
+_GEMINI_VIDEO_DEFAULT = 300
+#: Fewest bytes a second of video is believed to take (8 kbps); a longer declared duration
+#: is damage and is costed at this rate.
+_VIDEO_MIN_BYTES_PER_SECOND = 1_000
+#: The longest video a Gemini prompt may hold: 6 hours (2M-token models at low resolution).
+_GEMINI_VIDEO_MAX_SECONDS = 6 * 3_600
+
+
+def _gemini_video_tokens(data: str | bytes, nbytes: int, resolution: object) -> int | None:
+    """Tokens of a Gemini video by its duration, or ``None`` if the duration cannot be read."""
+    seconds = _mp4_seconds(data, nbytes)
+    if seconds is None:
+        return None
+    seconds = min(seconds, nbytes / _VIDEO_MIN_BYTES_PER_SECOND, _GEMINI_VIDEO_MAX_SECONDS)
+    rate = _GEMINI_VIDEO_PER_SECOND.get(str(resolution), _GEMINI_VIDEO_DEFAULT)
+    return max(rate, math.ceil(seconds * rate))
+
+
+def _mp4_seconds(data: str | bytes, nbytes: int) -> float | None:
+    """The duration in an MP4/QuickTime ``mvhd`` box (in the file's first or last MB, where
+    encoders put the movie header), or ``None``."""
+    for start in (0, max(0, nbytes - _PDF_WINDOW)):
+        raw = _pdf_slice(data, start, start + _PDF_WINDOW + 3)
+        at = raw.find(b"mvhd")
+        if at < 0:
+            continue
+        version = raw[at + 4 : at + 5]
+        if version == b"\x00" and at + 24 <= len(raw):
+            scale, duration = struct.unpack(">II", raw[at + 16 : at + 24])
+        elif version == b"\x01" and at + 36 <= len(raw):
+            scale, duration = struct.unpack(">IQ", raw[at + 24 : at + 36])
+        else:
+            return None
+        return duration / scale if scale and duration else None
+    return None
