@@ -28,7 +28,7 @@ from typing import Any
 from ctxbudget.formats.common import as_mapping
 from ctxbudget.messages import FORMATS, detect_format
 from ctxbudget.stubs import in_history_type
-from ctxbudget.turns import MessageInfo, ScanCache
+from ctxbudget.turns import MessageInfo, ScanCache, scan_error
 
 __all__ = ["CallIdRenamer", "unique_call_ids"]
 
@@ -114,7 +114,8 @@ def renamed(message: Any, fmt: str, renames: Renames) -> dict[str, Any]:
         if isinstance(calls, list):
             m["tool_calls"] = [_with_id(call, "id", renames) for call in calls]
     elif fmt == "openai_responses":
-        m = _with_id(m, "call_id", renames)
+        # a local_shell_call_output names its call in "id"; every other item in "call_id"
+        m = _with_id(m, "id" if m.get("type") == "local_shell_call_output" else "call_id", renames)
     elif fmt == "anthropic":
         content = m.get("content")
         if isinstance(content, list):
@@ -204,9 +205,15 @@ class CallIdRenamer:
         scans = self._scans.get(fmt)
         if scans is None:
             scans = self._scans[fmt] = ScanCache(fmt)
-        infos = scans.scan(messages)
         before = self._plan
-        plan = self._plan_of(fmt, infos, scans.prefix)
+        try:
+            infos = scans.scan(messages)
+            plan = self._plan_of(fmt, infos, scans.prefix)
+        except (TypeError, AttributeError, KeyError, IndexError) as exc:
+            # runs before validation: an id that is no string (a list is unhashable) or a
+            # malformed message is reported as the validator would, naming message and field
+            self.invalidate()
+            raise scan_error(messages, fmt, exc) from exc
         if not plan.renames:
             self._made, self._out = {}, None
             return messages

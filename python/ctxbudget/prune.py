@@ -62,6 +62,7 @@ from typing import Any, Literal
 
 from ctxbudget.budget import ContextWindowBudget
 from ctxbudget.events import ContextEvent, EventCallback, check_reason, emit
+from ctxbudget.formats.common import as_mapping
 from ctxbudget.formats.detect import SeenFits, pick_format
 from ctxbudget.messages import FORMATS, MessageFormatError
 from ctxbudget.prune_index import (
@@ -588,7 +589,7 @@ class Pruner:
             index.stubs[i] = made
             base[i] = made[1]
             pruned.extend(made[2])
-        merge, insert, missed = self._placed_results(fmt, infos, missing, made_now)
+        merge, insert, missed = self._placed_results(fmt, msgs, infos, missing, made_now)
         for j, blocks in merge.items():
             base[j] = self._inserted_once(made_now, fmt, base[j], blocks)
         # positions[k]: the index message k of the view had in msgs (None: a new message)
@@ -635,6 +636,7 @@ class Pruner:
     def _placed_results(
         self,
         fmt: str,
+        msgs: list[Any],
         infos: list[MessageInfo],
         missing: dict[int, list[tuple[str, str]]],
         made_now: dict[tuple[Any, ...], tuple[Any, Any, Any]],
@@ -642,23 +644,25 @@ class Pruner:
         """Results for the calls in ``missing`` and where they go: (blocks to merge into
         message ``j``, new messages to put before message ``j`` (``len(infos)``: at the
         end), what was added). Chat: tool messages after the results that already follow
-        the call; Responses: output items right after the call; Anthropic and Gemini: one
-        message of result blocks, merged into the next message when it is a user message
-        or carries results."""
+        the call; Responses: output items right after the call, of the type that answers
+        the call item's type; Anthropic and Gemini: one message of result blocks, merged
+        into the next message when it is a user message or carries results."""
         n = len(infos)
         merge: dict[int, list[Any]] = {}
         insert: dict[int, list[Any]] = {}
         missed: list[PrunedOutput] = []
         for i in sorted(missing):
             blocks: list[Any] = []
+            # a Responses item is one call: its type says which output answers it
+            call_type = _item_type(msgs[i]) if fmt == "openai_responses" else None
             for cid, name in missing[i]:
                 text = missing_text(name)
                 stub_tokens = estimate_tokens(text, self.encoding)
                 missed.append(PrunedOutput(i, cid, name, 0, stub_tokens, "missing"))
-                key = ("result", fmt, cid, name)
+                key = ("result", fmt, cid, name, call_type)
                 block = (self._inserted.get(key) or made_now.get(key) or (None, None, None))[1]
                 if block is None:
-                    block = result_message(fmt, cid, name, text)
+                    block = result_message(fmt, cid, name, text, call_type)
                 made_now[key] = (None, block, None)
                 blocks.append(block)
             j = i + 1
@@ -721,6 +725,12 @@ class Pruner:
         present = set(map(id, msgs))
         self._sizes = {k: v for k, v in self._sizes.items() if k[0] in present}
         self._stubs = {k: v for k, v in self._stubs.items() if k[0] in present}
+
+
+def _item_type(message: Any) -> str | None:
+    """The ``type`` of a Responses item (a dict or an SDK object)."""
+    kind = (as_mapping(message) or {}).get("type")
+    return kind if isinstance(kind, str) else None
 
 
 def prune(

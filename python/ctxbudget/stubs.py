@@ -191,8 +191,11 @@ def replace_results(fmt: str, message: Any, stubs: Mapping[int, str]) -> dict[st
         m["content"] = [{"type": "text", "text": text}, *kept] if kept else text
     elif fmt == "openai_responses":
         (text,) = stubs.values()
-        kept = _keep_non_text(m.get("output"), ("input_text", "output_text", "text"))
-        m["output"] = [{"type": "input_text", "text": text}, *kept] if kept else text
+        if m.get("type") == "shell_call_output":
+            m["output"] = [_shell_stub(m.get("output"), text)]
+        else:
+            kept = _keep_non_text(m.get("output"), ("input_text", "output_text", "text"))
+            m["output"] = [{"type": "input_text", "text": text}, *kept] if kept else text
     elif fmt == "anthropic":
         content = list(m["content"])
         for slot, text in stubs.items():
@@ -216,16 +219,63 @@ def replace_results(fmt: str, message: Any, stubs: Mapping[int, str]) -> dict[st
     return m
 
 
-def result_message(fmt: str, call_id: str, tool: str | None, text: str) -> dict[str, Any]:
+#: A blank 1x1 PNG: a ``computer_call_output`` must be a screenshot, it has no text form.
+_BLANK_SCREENSHOT = (
+    "data:image/png;base64,"
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAAAAAA6fptVAAAACklEQVR4nGP4DwABAQEAsTj2FAAAAABJRU5ErkJggg=="
+)
+
+
+def _responses_output(call_type: str | None, call_id: str, text: str) -> dict[str, Any]:
+    """The Responses output item that answers a call item of type ``call_type``.
+
+    OpenAI pairs a call only with the output of its own type (a ``function_call_output``
+    for a ``custom_tool_call`` is refused: 400 "No tool output found for custom tool call"),
+    and each output type has its own shape: ``local_shell_call_output`` names the call in
+    ``id``, ``shell_call_output`` holds stdout/stderr chunks, ``apply_patch_call_output``
+    needs a status, and ``computer_call_output`` holds only a screenshot (a blank one).
+    """
+    if call_type == "custom_tool_call":
+        return {"type": "custom_tool_call_output", "call_id": call_id, "output": text}
+    if call_type == "local_shell_call":
+        return {"type": "local_shell_call_output", "id": call_id, "output": text}
+    if call_type == "shell_call":
+        chunk = {"stdout": "", "stderr": text, "outcome": {"type": "timeout"}}
+        return {"type": "shell_call_output", "call_id": call_id, "output": [chunk]}
+    if call_type == "apply_patch_call":
+        return {"type": "apply_patch_call_output", "call_id": call_id, "status": "failed",
+                "output": text}  # fmt: skip
+    if call_type == "computer_call":
+        screenshot = {"type": "computer_screenshot", "image_url": _BLANK_SCREENSHOT}
+        return {"type": "computer_call_output", "call_id": call_id, "output": screenshot}
+    return {"type": "function_call_output", "call_id": call_id, "output": text}
+
+
+def _shell_stub(chunks: Any, text: str) -> dict[str, Any]:
+    """The one chunk that replaces a ``shell_call_output``'s chunks: the stub as its stdout,
+    with the outcome the command had (its last chunk's)."""
+    outcome: Any = {"type": "timeout"}
+    for chunk in chunks if isinstance(chunks, list) else ():
+        found = as_mapping(chunk)
+        if found is not None and found.get("outcome") is not None:
+            outcome = found["outcome"]
+    return {"stdout": text, "stderr": "", "outcome": outcome}
+
+
+def result_message(
+    fmt: str, call_id: str, tool: str | None, text: str, call_type: str | None = None
+) -> dict[str, Any]:
     """A new message carrying one tool result (OpenAI formats), or one result block/part.
 
     For Anthropic the value is a ``tool_result`` block and for Gemini a ``function_response``
-    part: they go into a user message (see :func:`with_results`).
+    part: they go into a user message (see :func:`with_results`). For Responses,
+    ``call_type`` is the type of the call item answered (``custom_tool_call``,
+    ``local_shell_call``, ...; ``None``: a ``function_call``): the output is of its type.
     """
     if fmt == "openai_chat":
         return {"role": "tool", "tool_call_id": call_id, "content": text}
     if fmt == "openai_responses":
-        return {"type": "function_call_output", "call_id": call_id, "output": text}
+        return _responses_output(call_type, call_id, text)
     if fmt == "anthropic":
         return {"type": "tool_result", "tool_use_id": call_id, "content": text}
     fr: dict[str, Any] = {"name": tool or "", "response": {"result": text}}

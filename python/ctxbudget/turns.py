@@ -179,7 +179,8 @@ def _scan_responses(m: Mapping[str, Any]) -> MessageInfo:
         return _ASSISTANT
     if not isinstance(kind, str):
         return _OTHER
-    call_id = m.get("call_id")
+    # a local_shell_call_output holds its call's id in "id" (it has no "call_id")
+    call_id = m.get("id") if kind == "local_shell_call_output" else m.get("call_id")
     if kind.endswith("_call_output") and call_id is not None:
         return MessageInfo("results", results=((call_id, None, 0),))
     if kind.endswith("_call") and call_id is not None:
@@ -254,7 +255,7 @@ _SCANNERS = {
 #: checked against the old one).
 _CONTENT_KEYS = {
     "openai_chat": ("content", "tool_calls", "role", "tool_call_id"),
-    "openai_responses": ("content", "output", "call_id", "type", "role", "name"),
+    "openai_responses": ("content", "output", "call_id", "type", "role", "name", "id"),
     "anthropic": ("content", "role"),
     "gemini": ("parts", "role"),
 }
@@ -499,6 +500,8 @@ def result_text(fmt: str, message: Any, slot: int) -> tuple[str, int]:
     if fmt == "openai_chat":
         return _texts(m.get("content"), ("text",))
     if fmt == "openai_responses":
+        if m.get("type") == "shell_call_output":
+            return _shell_texts(m.get("output"))
         return _texts(m.get("output"), ("input_text", "output_text", "text"))
     if fmt == "anthropic":
         block = as_mapping(m["content"][slot])
@@ -526,6 +529,20 @@ def _texts(content: Any, text_types: tuple[str, ...]) -> tuple[str, int]:
             texts.append(str(block.get("text") or ""))
         else:
             other += 1
+    return "\n".join(texts), other
+
+
+def _shell_texts(chunks: Any) -> tuple[str, int]:
+    """Text of a ``shell_call_output``: its chunks' stdout and stderr (they have no ``type``,
+    unlike content parts; read as parts they would be no text, and never pruned)."""
+    texts: list[str] = []
+    other = 0
+    for chunk in chunks if isinstance(chunks, list) else ():
+        found = chunk if isinstance(chunk, Mapping) else _as_mapping(chunk)
+        if found is None:
+            other += 1
+            continue
+        texts += [t for t in (found.get("stdout"), found.get("stderr")) if isinstance(t, str) and t]
     return "\n".join(texts), other
 
 
