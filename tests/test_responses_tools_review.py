@@ -252,3 +252,51 @@ def test_shell_output_stub_keeps_the_shell_output_shape() -> None:
     ]
     assert result_text(FMT, new, 0) == (stub, 0)
     assert len(original["output"]) == 2  # the caller's item is not changed
+
+
+def _shell_and_patch_history() -> list[dict[str, Any]]:
+    shell = {
+        "type": "shell_call",
+        "id": "sh_1",
+        "call_id": "c1",
+        "status": "completed",
+        "action": {"commands": ["ls"], "timeout_ms": 1000, "max_output_length": 4096},
+    }
+    patch = {
+        "type": "apply_patch_call",
+        "id": "ap_1",
+        "call_id": "c2",
+        "status": "completed",
+        "operation": {"type": "update_file", "path": "a.py", "diff": "@@\n-x = 1\n+x = 2\n"},
+    }
+    patch_output = {"type": "apply_patch_call_output", "call_id": "c2", "status": "completed"}
+    return [
+        {"role": "user", "content": "List the files, then fix a.py."},
+        shell,
+        _shell_output(),
+        patch,
+        patch_output,
+        {"role": "user", "content": "Thanks."},
+    ]
+
+
+def test_shell_and_apply_patch_histories_are_read() -> None:
+    from ctxbudget import estimate_request, validate_messages
+
+    history = _shell_and_patch_history()
+    validate_messages(history, format=FMT)
+    est = estimate_request(history, model="gpt-5")
+    assert est.format == FMT and len(est.per_message) == 6
+    # The shell output is the largest part of the request: its text is counted.
+    assert est.per_message[2] > 500
+    result = ContextGuard("gpt-5", window=400_000).send(lambda request: "ok", history)
+    assert result.request.messages == history
+
+
+def test_a_shell_call_left_unanswered_gets_a_shell_output_stub() -> None:
+    history = _shell_and_patch_history()
+    del history[2]  # the shell call's output was lost
+    view = prune(history, window=400_000, format=FMT).messages
+    stub = view[2]
+    assert stub["type"] == "shell_call_output"
+    _check_output(stub, "c1")
