@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 use crate::vocab::{BLOCKS, K, K2};
 
 // `probe` takes a block index from the hash's top bits.
-const _: () = assert!(BLOCKS == 1 << 15);
+const _: () = assert!(BLOCKS == 1 << 16);
 
 /// Whether this processor has the features every function here and its callers are compiled
 /// for (checked once), and the paths are not turned off.
@@ -92,8 +92,8 @@ pub(crate) fn slots(h: __m256i) -> Slots {
         ),
     );
     Slots {
-        // The block index is the hash's top 15 bits.
-        block: _mm256_srli_epi64::<49>(h),
+        // The block index is the hash's top 16 bits.
+        block: _mm256_srli_epi64::<48>(h),
         bits,
     }
 }
@@ -107,7 +107,7 @@ pub(crate) fn slots(h: __m256i) -> Slots {
 #[inline]
 #[target_feature(enable = "avx2,bmi1,bmi2,popcnt")]
 pub(crate) unsafe fn probe(slots: Slots, valid: __m256i, words: *const i64) -> __m256i {
-    // SAFETY: block indices are below BLOCKS (15 bits), and a whole filter has BLOCKS words;
+    // SAFETY: block indices are below BLOCKS (16 bits), and a whole filter has BLOCKS words;
     // lanes off in `valid` are not read.
     let got = unsafe {
         _mm256_mask_i64gather_epi64::<8>(_mm256_setzero_si256(), words.cast(), slots.block, valid)

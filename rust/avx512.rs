@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 use crate::vocab::{BLOCKS, K, K2};
 
 // `slots` takes a block index from the hash's top bits.
-const _: () = assert!(BLOCKS == 1 << 15);
+const _: () = assert!(BLOCKS == 1 << 16);
 
 /// Whether this processor has the features every function here and its callers are compiled
 /// for (checked once), and the vector paths are not turned off.
@@ -113,8 +113,8 @@ pub(crate) struct Slots {
 )]
 pub(crate) fn slots(h: __m512i) -> Slots {
     Slots {
-        // The block index is the hash's top 15 bits.
-        block: _mm512_srli_epi64::<49>(h),
+        // The block index is the hash's top 16 bits.
+        block: _mm512_srli_epi64::<48>(h),
         fields: _mm512_multishift_epi64_epi8(_mm512_set1_epi64(FIELDS), h),
     }
 }
@@ -129,7 +129,7 @@ pub(crate) fn slots(h: __m512i) -> Slots {
     enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx512vbmi2,avx512bitalg,bmi1,bmi2,popcnt"
 )]
 pub(crate) unsafe fn probe(slots: Slots, valid: __mmask8, words: *const i64) -> __mmask8 {
-    // SAFETY: block indices are below BLOCKS (15 bits), and a whole filter has BLOCKS words.
+    // SAFETY: block indices are below BLOCKS (16 bits), and a whole filter has BLOCKS words.
     let got = unsafe {
         _mm512_mask_i64gather_epi64::<8>(_mm512_setzero_si512(), valid, slots.block, words)
     };
