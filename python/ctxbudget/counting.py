@@ -101,6 +101,16 @@ class TokenCounter:
         """
         return TokenCount(self._checked(self._count(text)), self.accuracy, self.name)
 
+    def tokens(self, text: str) -> int:
+        """The number of tokens in ``text``, checked as :meth:`count` checks it, without the
+        label: for callers that add up many counts of one counter.
+
+        Raises:
+            TypeError: The counting callable returned something other than an ``int``.
+            ValueError: It returned a negative number.
+        """
+        return self._checked(self._count(text))
+
     def count_many(self, texts: Iterable[str]) -> list[TokenCount]:
         """Count many texts (the estimator does them in parallel)."""
         items = list(texts)
@@ -156,7 +166,14 @@ class TokenCounter:
         def count(text: str) -> int:
             # The settings are read at each call: the caller may turn truncation on later.
             untruncated = _without_truncation(tokenizer)
-            return len(untruncated.encode(text, add_special_tokens=False).ids)
+            try:
+                return len(untruncated.encode(text, add_special_tokens=False).ids)
+            except TypeError:
+                # A lone surrogate (output decoded with errors="surrogateescape") is refused as
+                # "TextInputSequence must be str": say what is wrong, as the estimator does.
+                if isinstance(text, str):
+                    text.encode("utf-8")
+                raise
 
         return cls(count, Accuracy.EXACT, name or "huggingface")
 

@@ -38,7 +38,7 @@ from itertools import repeat
 from typing import Any
 
 from ctxbudget._core import DictVersions, unchanged_prefix, weigh_messages
-from ctxbudget.counting import Accuracy, counter_for, encoding_for_model
+from ctxbudget.counting import Accuracy, TokenCounter, counter_for, encoding_for_model
 from ctxbudget.formats.common import (
     _genai_to_dict,
     _json_problem,
@@ -200,25 +200,32 @@ def _as_counter(counter: Any) -> tuple[Counter, bool]:
 
     A ``TokenCounter`` says itself whether it is exact; a plain callable is taken as exact
     unless it has ``exact = False``; a tokenizer is wrapped as
-    :func:`~ctxbudget.counting.counter_for` wraps it (exact).
+    :func:`~ctxbudget.counting.counter_for` wraps it (exact). Every count is checked as a
+    ``TokenCounter`` checks it: a callable that returns the tokens instead of their number, a
+    float, a bool or a negative number is refused by name, not added into the totals.
     """
     if type(counter).__module__.startswith(("tiktoken", "tokenizers")):
         counter = counter_for(counter)
+    if isinstance(counter, TokenCounter):
+        return counter.tokens, counter.accuracy is Accuracy.EXACT
     accuracy = getattr(counter, "accuracy", None)
     if accuracy is not None:
         exact = getattr(accuracy, "value", accuracy) == "exact"
     else:
         exact = bool(getattr(counter, "exact", True))
+    label = Accuracy.EXACT if exact else Accuracy.ESTIMATE
+    name = str(getattr(counter, "__name__", None) or type(counter).__name__)
     if callable(counter):
-        return counter, exact
+        return TokenCounter(counter, label, name).tokens, exact
     count = getattr(counter, "count", None)
     if count is None:
         raise TypeError(f"counter must be callable or a TokenCounter, not {type(counter).__name__}")
 
-    def count_tokens(text: str) -> int:
-        return int(count(text))
+    def count_tokens(text: str) -> Any:
+        value = count(text)
+        return getattr(value, "tokens", value)  # a TokenCount-like result: its number
 
-    return count_tokens, exact
+    return TokenCounter(count_tokens, label, name).tokens, exact
 
 
 # --------------------------------------------------------------------------- results
@@ -579,9 +586,10 @@ class RequestEstimator:
         self._weighed: list[_Weighed] = []
         self._fits_seen = SeenFits()
         self._seen_edits = self._edits[0]
-        # The system prompt and tools last counted: (the object, a deep copy, the count)
+        # The system prompt and tools last counted: (the object, a deep copy, the count); the
+        # system's with the attachment rule it was counted by (it depends on the format read).
         self._tools_seen: tuple[Any, Any, tuple[float, bool]] = (None, _UNCOPIED, (0.0, True))
-        self._system_seen: tuple[Any, Any, tuple[int, bool]] = (None, _UNCOPIED, (0, True))
+        self._system_seen: tuple[Any, Any, tuple[int, bool], str] = (None, _UNCOPIED, (0, True), "")
 
     def invalidate(self, message: Any = None) -> None:
         """Forget cached counts: of one message, or of everything when ``message`` is None.
@@ -924,18 +932,25 @@ class RequestEstimator:
     def _system_tokens(self, system: Any, fmt: str) -> tuple[int, bool]:
         if system is None:
             return 0, True
-        ref, snapshot, value = self._system_seen
-        if _unchanged(system, ref, snapshot):
+        ref, snapshot, value, counted_by = self._system_seen
+        # An image in the system prompt costs by the rule of the format read: a format
+        # decided since (by a later message) makes it count again.
+        text_only = isinstance(system, str)
+        rule = (
+            ""
+            if text_only
+            else media_rule(fmt, self.profile.name, self.profile.image_rule, self.model)
+        )
+        if rule == counted_by and _unchanged(system, ref, snapshot):
             return value
         count = self._count_fn()
         try:
-            if isinstance(system, str):
+            if text_only:
                 value = (count(system) if system else 0, True)
             else:
                 from ctxbudget.messages import _system_messages
 
                 parts = _system_messages(system)[0].parts
-                rule = media_rule(fmt, self.profile.name, self.profile.image_rule, self.model)
                 text, _, _, attach, exact = _count_parts(parts, count, rule)
                 value = (text + attach, exact)
         except UnicodeEncodeError as e:
@@ -945,7 +960,7 @@ class RequestEstimator:
                 _surrogate_field(system, "system"),
                 fmt,
             ) from e
-        self._system_seen = (system, _snapshot(system), value)
+        self._system_seen = (system, _snapshot(system), value, rule)
         return value
 
     def _tools_tokens(self, tools: Sequence[Any] | None) -> tuple[float, bool]:
