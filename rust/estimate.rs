@@ -383,7 +383,7 @@ fn table_cost(p: &Piece, text: &[u8], model: &Model) -> u64 {
         return u64::from(tokens) * ONE;
     }
     if p.kind == Kind::Digits {
-        digit_run_units(model, g, p.chars)
+        digit_run_units(model, g, digit_chars(p, text))
     } else {
         run_cost(model.table, g, piece_length(p, text, model))
     }
@@ -401,14 +401,26 @@ pub fn lone_char(p: &Piece, text: &[u8], model: &Model) -> Option<u32> {
         .and_then(|b| model.vocab.lone_char(b))
 }
 
+/// Characters of the digit run `p` of `text`: its `chars`, recounted from its bytes when the
+/// run is too long for them (`u32::MAX` bytes or more: 4 GiB of digits counted as a few).
+fn digit_chars(p: &Piece, text: &[u8]) -> u64 {
+    match text.get(p.start..p.end) {
+        Some(b) if b.len() >= u32::MAX as usize => {
+            b.iter().filter(|&&c| c & 0xC0 != 0x80).count() as u64
+        }
+        _ => u64::from(p.chars),
+    }
+}
+
 /// Table units of a run of `chars` digits of group `g`, split into the model's digit groups.
 #[inline]
-fn digit_run_units(model: &Model, g: usize, chars: u32) -> u64 {
+fn digit_run_units(model: &Model, g: usize, chars: u64) -> u64 {
     let dg = model.digit_group.max(1);
-    let (full, rem) = (chars / dg, chars % dg);
-    let mut c = u64::from(full) * run_cost(model.table, g, dg);
+    let (full, rem) = (chars / u64::from(dg), chars % u64::from(dg));
+    let mut c = full.saturating_mul(run_cost(model.table, g, dg));
     if rem > 0 {
-        c += run_cost(model.table, g, rem);
+        // Below `dg`, a `u32`.
+        c += run_cost(model.table, g, rem as u32);
     }
     c
 }
@@ -416,7 +428,7 @@ fn digit_run_units(model: &Model, g: usize, chars: u32) -> u64 {
 /// [`digit_run_units`] of a run of `chars` ASCII digits.
 #[inline]
 pub(crate) fn ascii_digit_units(model: &Model, chars: u32) -> u64 {
-    digit_run_units(model, DIGIT_BASE, chars)
+    digit_run_units(model, DIGIT_BASE, u64::from(chars))
 }
 
 /// Pieces longer than this (bytes) count as one token only when a cut of them is known too

@@ -148,7 +148,8 @@ pub struct Piece {
     pub class: u8,
     /// Case shape or flags (see the type docs).
     pub shape: u8,
-    /// Length in characters (see the type docs).
+    /// Length in characters (see the type docs); saturates at `u32::MAX` (a piece of 4 GiB:
+    /// the estimate recounts a digit run that long from its bytes).
     pub chars: u32,
 }
 
@@ -753,19 +754,18 @@ impl Scanner<'_> {
     #[inline]
     fn digits(&self, s: usize) -> Piece {
         let mut j = s;
-        let mut chars = 0;
         let mut ascii = true;
         while self.t.get(j).is_some_and(u8::is_ascii_digit) {
             j += 1;
-            chars += 1;
         }
+        let mut chars = u32::try_from(j - s).unwrap_or(u32::MAX);
         loop {
             let c = char_at(self.t, j);
             if c.cat != Cat::Digit {
                 break;
             }
             ascii &= c.len == 1;
-            chars += 1;
+            chars = chars.saturating_add(1);
             j += c.len as usize;
         }
         Piece {

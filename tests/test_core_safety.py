@@ -1,0 +1,185 @@
+"""The Rust core at the edges of its input: texts that end against unmapped memory, digit runs
+longer than 4 GiB, a TextStream used from two threads.
+
+Each risky case runs in a subprocess, so that a crash (a read past a buffer's end, a Rust panic
+turned into an abort) fails its test instead of the whole run.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import ctxbudget
+
+linux_only = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="maps memory with Linux calls (memfd, mprotect)"
+)
+
+
+def _run(code: str, timeout: float = 300) -> str:
+    """Runs `code` in a fresh interpreter; its stdout, or the test fails with how it died."""
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+# Texts of every length 0..200 placed right before (and right after) a PROT_NONE page: any
+# read past the end (or before the start) of the buffer faults, in any vector path.
+_GUARD_PAGES = """
+import ctypes, mmap, random
+import ctxbudget
+from ctxbudget import _core as core
+
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+page = mmap.PAGESIZE
+m = mmap.mmap(-1, 3 * page)
+base = ctypes.addressof(ctypes.c_char.from_buffer(m))
+assert libc.mprotect(base, page, 0) == 0
+assert libc.mprotect(base + 2 * page, page, 0) == 0
+view = memoryview(m)
+alphabets = [
+    b"abc XYZ'", b" \\n\\t\\r\\x0b\\x0c", b"0123456789.,;:!?/",
+    "\\u00e9\\u00df\\u00c6\\u03a9\\u0436\\u65e5\\u672c\\U0001f389".encode(),
+    bytes(range(256)), b"\\xe3\\x80\\x80\\xe3\\x80\\x81\\xe4\\xb8\\x80", b"'s 're 'll \\n\\n  ",
+]
+rng = random.Random(20240601)
+encodings = core.encodings()
+
+def run(text):
+    for e in encodings:
+        core.estimate_tokens(text, e)
+        core.estimate_tokens(text, e, parallel=True)
+    for check in (core.validate_text, core.check_text):
+        try:
+            check(text)
+        except ctxbudget.BinaryContentError:
+            pass
+    core.count_newlines(text)
+    core.detect_type(text)
+    core.estimate_batch([text, text], "o200k")
+    stream = core.TextStream(encodings)
+    try:
+        stream.feed(text)
+        stream.finish()
+    except ctxbudget.BinaryContentError:
+        pass
+
+for _ in range(3):
+    for n in range(201):
+        alphabet = rng.choice(alphabets)
+        data = bytes(rng.choice(alphabet) for _ in range(n))
+        view[2 * page - n : 2 * page] = data
+        run(view[2 * page - n : 2 * page])
+        view[page : page + n] = data
+        run(view[page : page + n])
+print("ok")
+"""
+
+
+@linux_only
+def test_texts_that_end_at_an_unmapped_page_are_read_within_bounds() -> None:
+    assert _run(_GUARD_PAGES).strip() == "ok"
+
+
+# A digit run of more than 4 GiB, without 4 GiB of memory: one 2 MiB block of "1" mapped again
+# and again, one after the other (a memfd), read through a ctypes array.
+_HUGE_DIGITS = """
+import ctypes, mmap, os
+from ctxbudget import _core as core
+
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [
+    ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long
+]
+block = 2 * 1024 * 1024
+copies = (2**32 // block) + 1
+fd = os.memfd_create("digits")
+os.write(fd, b"1" * block)
+size = copies * block
+MAP_FAILED = ctypes.c_void_p(-1).value
+base = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, -1, 0)
+assert base not in (None, MAP_FAILED)
+MAP_FIXED = 0x10
+for k in range(copies):
+    at = libc.mmap(base + k * block, block, mmap.PROT_READ, mmap.MAP_SHARED | MAP_FIXED, fd, 0)
+    assert at == base + k * block, ctypes.get_errno()
+huge = memoryview((ctypes.c_char * size).from_address(base))
+one = memoryview((ctypes.c_char * block).from_address(base))
+for encoding in ("o200k", "qwen3", "conservative"):
+    print(encoding, core.estimate_tokens(huge, encoding), core.estimate_tokens(one, encoding))
+print("len", size // block)
+"""
+
+
+@linux_only
+def test_a_digit_run_over_4_gib_counts_as_its_length_says() -> None:
+    """A digit run's length was counted in 32 bits: 4 GiB + 9 digits estimated as 3 tokens
+    (the count wrapped), so a budget check would pass a 4 GiB tool output."""
+    out = _run(_HUGE_DIGITS, timeout=600).split("\n")
+    copies = int(out[-2].split()[1])
+    for line in out[:-2]:
+        encoding, huge, one = line.split()
+        # Digit runs cost by their digit groups: linear in the run's length (up to each
+        # text's rounding, and the few tokens `conservative` adds to every text).
+        want = int(one) * copies
+        assert abs(int(huge) - want) <= want // 10_000, (encoding, huge, one, copies)
+
+
+_STREAM_TWO_THREADS = """
+import threading
+from ctxbudget import _core as core
+
+stream = core.TextStream(["o200k", "cl100k"])
+big = ("word " * 200_000).encode()  # above the size fed with the interpreter released
+errors = []
+fed = []
+
+def feed(data, times):
+    for _ in range(times):
+        try:
+            stream.feed(data)
+        except RuntimeError as e:
+            errors.append(str(e))
+        else:
+            fed.append(len(data))
+
+threads = [
+    threading.Thread(target=feed, args=(big, 30)),
+    threading.Thread(target=feed, args=(b"x ", 3000)),
+]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+total, tokens, cut = stream.finish()
+# Every feed either counted whole or refused: no bytes lost or counted twice.
+assert total == sum(fed) and cut == 0, (total, sum(fed), cut)
+assert all("borrowed" in e for e in errors), errors[:3]
+print("ok")
+"""
+
+
+def test_a_text_stream_fed_from_two_threads_refuses_rather_than_crashes() -> None:
+    assert _run(_STREAM_TWO_THREADS).strip() == "ok"
+
+
+def test_a_text_stream_after_finish_raises() -> None:
+    stream = ctxbudget._core.TextStream(["o200k"])
+    stream.feed(b"some text")
+    assert stream.finish()[0] == 9
+    with pytest.raises(RuntimeError, match="finished"):
+        stream.finish()
+    with pytest.raises(RuntimeError, match="finished"):
+        stream.feed(b"more")
