@@ -410,7 +410,11 @@ fn validate_pairing(
         .collect())
 }
 
-#[pymodule(gil_used = false)]
+// Not declared free-threading safe: the unchanged-prefix check (`py_prefix.rs`) holds borrowed
+// references to list items (`PyList_GET_ITEM`), which only the GIL keeps alive against other
+// threads, and `py_dict_versions.rs` reads dicts' private version field. A free-threaded
+// interpreter turns the GIL back on when it imports this module (and says so).
+#[pymodule(gil_used = true)]
 mod _core {
     #[pymodule_export]
     use super::{
