@@ -233,7 +233,8 @@ def _responses_output(call_type: str | None, call_id: str, text: str) -> dict[st
     for a ``custom_tool_call`` is refused: 400 "No tool output found for custom tool call"),
     and each output type has its own shape: ``local_shell_call_output`` names the call in
     ``id``, ``shell_call_output`` holds stdout/stderr chunks, ``apply_patch_call_output``
-    needs a status, and ``computer_call_output`` holds only a screenshot (a blank one).
+    needs a status, ``computer_call_output`` holds only a screenshot (a blank one), and
+    ``tool_search_output`` only tool definitions (none: it has no text to say why).
     """
     if call_type == "custom_tool_call":
         return {"type": "custom_tool_call_output", "call_id": call_id, "output": text}
@@ -245,6 +246,9 @@ def _responses_output(call_type: str | None, call_id: str, text: str) -> dict[st
     if call_type == "apply_patch_call":
         return {"type": "apply_patch_call_output", "call_id": call_id, "status": "failed",
                 "output": text}  # fmt: skip
+    if call_type == "tool_search_call":  # loads no tools: the model may search again
+        return {"type": "tool_search_output", "call_id": call_id, "execution": "client",
+                "status": "incomplete", "tools": []}  # fmt: skip
     if call_type == "computer_call":
         screenshot = {"type": "computer_screenshot", "image_url": _BLANK_SCREENSHOT}
         return {"type": "computer_call_output", "call_id": call_id, "output": screenshot}

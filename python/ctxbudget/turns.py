@@ -14,7 +14,8 @@ by :mod:`ctxbudget.compact` is a user message and so starts a turn.
 A **safe cut** at index ``c`` splits no tool call from its results: no call before ``c`` has
 a result at or after ``c``. For the Responses format a cut inside a model response that has a
 ``reasoning`` item is not safe either: its items travel together, up to the next input item
-(a user, system or developer message, or a tool result).
+(a user, system or developer message, or a tool result); nor is a cut inside a group of items
+the server ran (a ``program``, the tool calls it makes and its ``program_output``).
 """
 
 from __future__ import annotations
@@ -84,6 +85,12 @@ class MessageInfo:
         summary: A summary written by :mod:`ctxbudget.compact` (its first text starts with
             :data:`SUMMARY_MARKER`).
         reasoning: A Responses ``reasoning`` item (must stay with the rest of its response).
+        group: The id of a group of Responses items the server ran and that travel together,
+            which this item belongs to: a ``program`` and its ``program_output`` (and the
+            tool calls it makes, which name it in ``caller``), or a server-executed tool
+            search and its output. The client never answers these, so they are no calls
+            (a program still running has no output, and that is valid), but a cut must not
+            split them.
     """
 
     kind: Kind
@@ -91,6 +98,7 @@ class MessageInfo:
     results: tuple[tuple[str | None, str | None, int], ...] = ()
     summary: bool = False
     reasoning: bool = False
+    group: str | None = None
 
 
 _SYSTEM = MessageInfo("system")
@@ -179,15 +187,47 @@ def _scan_responses(m: Mapping[str, Any]) -> MessageInfo:
         return _ASSISTANT
     if not isinstance(kind, str):
         return _OTHER
+    if kind in _RESPONSES_KINDS:
+        return _RESPONSES_KINDS[kind]
     # a local_shell_call_output holds its call's id in "id" (it has no "call_id")
     call_id = m.get("id") if kind == "local_shell_call_output" else m.get("call_id")
+    if kind in _SERVER_PAIRS or (kind in _TOOL_SEARCH and m.get("execution") == "server"):
+        return MessageInfo("assistant", group=call_id) if call_id is not None else _ASSISTANT
+    if kind == "tool_search_output" and call_id is not None:  # client-executed
+        return MessageInfo("results", results=((call_id, None, 0),))
     if kind.endswith("_call_output") and call_id is not None:
         return MessageInfo("results", results=((call_id, None, 0),))
     if kind.endswith("_call") and call_id is not None:
-        return MessageInfo("assistant", calls=((call_id, str(m.get("name") or kind)),))
+        name = "tool_search" if kind == "tool_search_call" else str(m.get("name") or kind)
+        return MessageInfo("assistant", calls=((call_id, name),), group=_program_caller(m))
     if kind == "reasoning":
         return MessageInfo("assistant", reasoning=True)
     return _ASSISTANT
+
+
+#: Responses items of a fixed kind: tool definitions added mid-conversation and response
+#: settings stay in effect for the rest of it (compaction keeps them whole, as it does
+#: instructions: a summary in their place would drop tools the model may call, or revert
+#: the output format); a ``compaction_trigger`` is neither input to answer nor the model's.
+_RESPONSES_KINDS = {
+    "additional_tools": _SYSTEM,
+    "configuration_update": _SYSTEM,
+    "compaction_trigger": _OTHER,
+}
+#: Item types the server writes both halves of, paired by ``call_id`` (see
+#: :attr:`MessageInfo.group`).
+_SERVER_PAIRS = frozenset({"program", "program_output"})
+_TOOL_SEARCH = frozenset({"tool_search_call", "tool_search_output"})
+
+
+def _program_caller(m: Mapping[str, Any]) -> str | None:
+    """The call id of the ``program`` that made a tool call (its ``caller``), if one did."""
+    caller = m.get("caller")
+    found = caller if isinstance(caller, Mapping) else _as_mapping(caller)
+    if found is None or found.get("type") != "program":
+        return None
+    caller_id = found.get("caller_id")
+    return caller_id if isinstance(caller_id, str) else None
 
 
 def _scan_anthropic(m: Mapping[str, Any]) -> MessageInfo:
@@ -403,6 +443,7 @@ def resolve_ids(
                 results=tuple(results),
                 summary=info.summary,
                 reasoning=info.reasoning,
+                group=info.group,
             )
         )
     return out
@@ -437,7 +478,8 @@ def turn_starts(infos: Sequence[MessageInfo]) -> list[int]:
 
 def safe_cuts(infos: Sequence[MessageInfo]) -> list[bool]:
     """``safe[c]`` for ``c`` in ``0..len``: cutting before message ``c`` splits no pair,
-    nor (Responses format) a model response that has a reasoning item.
+    nor (Responses format) a model response that has a reasoning item, nor a group of items
+    the server ran (:attr:`MessageInfo.group`: a program and its output).
 
     Calls without any result do not constrain the cut (they are already unpaired).
     """
@@ -452,11 +494,8 @@ def safe_cuts(infos: Sequence[MessageInfo]) -> list[bool]:
         for rid, _, _ in info.results:
             if rid is not None:
                 last_result[rid] = pos
-    for cid, start in first_call.items():
-        end = last_result.get(cid)
-        if end is not None and end > start:
-            diff[start + 1] += 1
-            diff[end + 1] -= 1
+    _spans(diff, first_call, last_result)
+    _spans(diff, *_group_spans(infos))
     safe = [True] * (n + 1)
     depth = 0
     for c in range(n + 1):
@@ -465,6 +504,27 @@ def safe_cuts(infos: Sequence[MessageInfo]) -> list[bool]:
             safe[c] = False
     _keep_responses_whole(infos, safe)
     return safe
+
+
+def _spans(diff: list[int], first: dict[str, int], last: dict[str, int]) -> None:
+    """Count the cuts inside each id's span (after its first message, up to its last) in
+    ``diff``, the differences of the number of spans a cut is inside."""
+    for key, start in first.items():
+        end = last.get(key)
+        if end is not None and end > start:
+            diff[start + 1] += 1
+            diff[end + 1] -= 1
+
+
+def _group_spans(infos: Sequence[MessageInfo]) -> tuple[dict[str, int], dict[str, int]]:
+    """The first and last message of each group of items (:attr:`MessageInfo.group`)."""
+    first: dict[str, int] = {}
+    last: dict[str, int] = {}
+    for pos, info in enumerate(infos):
+        if info.group is not None:
+            first.setdefault(info.group, pos)
+            last[info.group] = pos
+    return first, last
 
 
 #: Kinds of the items that are input to the model: a model response ends before them.

@@ -57,8 +57,20 @@ _RESP_ITEM_TYPES = frozenset(
         "mcp_approval_request",
         "mcp_approval_response",
         "compaction",
+        "compaction_trigger",
+        "tool_search_call",
+        "tool_search_output",
+        "additional_tools",
+        "configuration_update",
+        "program",
+        "program_output",
     }
 )
+#: Item types that pair by ``call_id`` and whose ``call_id`` is required (else optional).
+_CALL_ID_REQUIRED = frozenset({"program", "program_output"})
+_CALL_ID_OPTIONAL = frozenset({"tool_search_call", "tool_search_output"})
+#: Item types that carry tool definitions in ``tools`` (a list).
+_TOOLS_ITEMS = frozenset({"additional_tools", "tool_search_output"})
 _RESP_PART_TYPES = frozenset(
     {"input_text", "output_text", "input_image", "input_file", "input_audio", "refusal"}
 )
@@ -181,6 +193,7 @@ def _read_responses(item: object, index: int) -> Message:
         )
         return Message("assistant", (part,), provider="openai_responses", source=item)
     if isinstance(kind, str) and kind in _RESP_ITEM_TYPES:
+        _check_linked_item(r, m, kind)
         part = Part(
             "other",
             provider="openai_responses",
@@ -188,6 +201,16 @@ def _read_responses(item: object, index: int) -> Message:
         )
         return Message("assistant", (part,), provider="openai_responses", source=item)
     raise r.fail("type", f"unknown input item type {shown(kind)}")
+
+
+def _check_linked_item(r: _Reader, m: Mapping[str, Any], kind: str) -> None:
+    """The fields pruning reads of an item kept whole: the ``call_id`` that pairs a program
+    or tool search with its output (a string: an id of another type would be read as none,
+    and the pair split), and the ``tools`` list of the items that load tool definitions."""
+    if kind in _CALL_ID_REQUIRED or kind in _CALL_ID_OPTIONAL:
+        r.str_(m, "call_id", "", required=kind in _CALL_ID_REQUIRED)
+    if kind in _TOOLS_ITEMS:
+        r.list_(m.get("tools"), "tools")
 
 
 def _merge_items(messages: list[Message]) -> list[Message]:
