@@ -4,7 +4,7 @@ use pyo3::buffer::PyUntypedBuffer;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::string::PyStringData;
-use pyo3::types::{PyBytes, PyString};
+use pyo3::types::{PyBytes, PyList, PyString};
 
 use crate::batch;
 use crate::estimate::Encoding;
@@ -110,6 +110,25 @@ pub(crate) fn text_error(err: &TextError) -> PyErr {
         err.reason.as_str(),
         err.detected_type,
     ))
+}
+
+/// Adds `note` to `err`'s `__notes__` (PEP 678): with `add_note` where Python has it (3.11),
+/// else by setting the attribute as `add_note` would, which readers of notes on 3.10 (the
+/// `exceptiongroup` backport) show. Best effort: an exception refusing attributes keeps none.
+fn add_note(py: Python<'_>, err: &PyErr, note: &str) {
+    let value = err.value(py);
+    if value.call_method1("add_note", (note,)).is_ok() {
+        return;
+    }
+    let notes = if let Ok(notes) = value.getattr("__notes__") {
+        notes.cast_into::<PyList>().ok()
+    } else {
+        let list = PyList::empty(py);
+        value.setattr("__notes__", &list).ok().map(|()| list)
+    };
+    if let Some(notes) = notes {
+        let _ = notes.append(note);
+    }
 }
 
 pub(crate) fn parse_encoding(name: &str) -> PyResult<Encoding> {
@@ -289,8 +308,7 @@ fn estimate_batch<'py>(
             // CPython's own error, which names a position in the item: say which item.
             let err = sources[index].no_utf8();
             let note = format!("estimate_batch: item {index} has no UTF-8 form");
-            // Best effort: without notes (Python < 3.11) the error is raised as it is.
-            let _ = err.value(py).call_method1("add_note", (note,));
+            add_note(py, &err, &note);
             err
         },
     )?;

@@ -23,6 +23,7 @@ from ctxbudget.errors import (
     ContextOverflowError,
     ContextWindowError,
     FileTooLargeError,
+    add_note,
 )
 from ctxbudget.messages import MessageFormatError, validate_messages
 from ctxbudget.turns import PairingError
@@ -92,7 +93,7 @@ def test_round_trip(name: str) -> None:
     error = EXCEPTIONS[name]()
     _same(pickle.loads(pickle.dumps(error)), error)
     # with a note an agent framework added on the way up (kept in the state pickled)
-    error.add_note("while sending turn 7")
+    add_note(error, "while sending turn 7")  # error.add_note, also on Python 3.10
     copy = pickle.loads(pickle.dumps(error))
     _same(copy, error)
     assert copy.__notes__ == ["while sending turn 7"]

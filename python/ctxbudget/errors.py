@@ -49,6 +49,20 @@ class BinaryContentError(ValueError):
         return self.message
 
 
+def add_note(error: BaseException, note: str) -> None:
+    """``error.add_note(note)`` (PEP 678), also on Python 3.10, which has no ``add_note``: the
+    note goes into ``__notes__`` as 3.11 puts it there (3.10's tracebacks do not show it; the
+    ``exceptiongroup`` backport's do)."""
+    if hasattr(error, "add_note"):
+        error.add_note(note)
+        return
+    notes = getattr(error, "__notes__", None)
+    if not isinstance(notes, list):
+        notes = []
+        error.__notes__ = notes
+    notes.append(note)
+
+
 def _tokens(value: int | None) -> str:
     return "?" if value is None else f"{value:,}"
 

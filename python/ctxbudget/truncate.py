@@ -209,8 +209,9 @@ def truncate_output(
 
 
 def _positive_int(value: object) -> int:
-    """``value`` as an ``int`` of at least 1: any integer type (numpy's too), not a bool."""
-    if isinstance(value, bool):
+    """``value`` as an ``int`` of at least 1: any integer type (numpy's too), not a bool
+    (nor numpy's, which older numpy still lets ``operator.index`` read, with a warning)."""
+    if isinstance(value, bool) or getattr(getattr(value, "dtype", None), "kind", None) == "b":
         raise ValueError(f"max_tokens must be a positive int, got {value!r}")
     try:
         number = operator.index(value)  # type: ignore[arg-type]
