@@ -17,7 +17,10 @@ was not simply extended (compaction, an edited or removed message, other tools o
 prompt), there is no valid anchor: the estimate falls back to the cold estimate times a second
 learned factor (the weighted median of reported / cold estimate), never to a stale anchor.
 Before any usage is seen, the cold estimate is raised by ``cold_margin`` (5%): an under-count
-overflows the window, an over-count only compacts a little early.
+overflows the window, an over-count only compacts a little early. A usage report that cannot
+count the request (beyond 8x or below 1/8 of its estimate, or grown since the anchor by far
+more than was added: a run's cumulative usage, a count without its cached part) is logged on
+``ctxbudget.calibration`` and ignored (:func:`plausible_report`).
 
 >>> tracker = CalibrationTracker("deepseek-chat")
 >>> history = [{"role": "user", "content": "Fix the failing test."}]
@@ -32,7 +35,9 @@ True
 
 from __future__ import annotations
 
+import logging
 import operator
+import reprlib
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Callable, Hashable, Mapping, Sequence
@@ -45,8 +50,11 @@ __all__ = [
     "CalibratedEstimate",
     "CalibrationState",
     "CalibrationTracker",
+    "plausible_report",
     "reported_input_tokens",
 ]
+
+logger = logging.getLogger("ctxbudget.calibration")
 
 
 def reported_input_tokens(usage: Any) -> int | None:
@@ -183,10 +191,11 @@ def _whole(value: Any, key: str) -> int:
             return operator.index(value)
         except TypeError:
             pass
+    shown = reprlib.repr(value)  # a response's text passed as its usage is no log line
     raise TypeError(
-        f"usage {key} must be a whole number of tokens, got {type(value).__name__} {value!r}"
+        f"usage {key} must be a whole number of tokens, got {type(value).__name__} {shown}"
         if key != "usage"
-        else f"cannot read a usage report from {type(value).__name__} {value!r}"
+        else f"cannot read a usage report from {type(value).__name__} {shown}"
     )
 
 
@@ -248,6 +257,46 @@ class _Anchor:
     attachments: int
 
 
+#: A report is believed within this factor beyond the clamp of the estimate: a tokenizer
+#: differs by less; a report further off counts something else (a run's cumulative usage, an
+#: input count without its cached part) and, anchored on, would make every later estimate as
+#: wrong. A request as a whole is allowed twice the spread of what was added to an anchored
+#: one (a cold estimate misses what a provider adds out of sight).
+_PLAUSIBLE_SPREAD = 2.0
+#: Counts this close to the estimate (tokens) are believed whatever the ratio: a provider's
+#: hidden prompt (tool-use instructions) is a large share of a tiny request, and an error
+#: this small moves no budget decision.
+_PLAUSIBLE_GAP = 2_000
+
+
+def plausible_report(
+    reported: int, raw: RequestEstimate, clamp: tuple[float, float] = (0.5, 2.0)
+) -> bool:
+    """Whether ``reported`` input tokens can be the provider's count of the request ``raw``
+    estimates: within ``clamp`` widened four times each way (with the default clamp, from an
+    eighth of the estimate to eight times it), or within 2,000 tokens of it.
+
+    >>> raw = CalibrationTracker("gpt-4o").estimate([{"role": "user", "content": "a " * 9_000}]).raw
+    >>> plausible_report(raw.total * 3, raw), plausible_report(raw.total * 10, raw)
+    (True, False)
+    """
+    spread = _PLAUSIBLE_SPREAD**2
+    low, high = clamp
+    charged = bool(raw.components.attachments)
+    return _within(reported, raw.total, low / spread, high * spread, charged)
+
+
+def _within(count: int, estimate: int, low: float, high: float, charged: bool) -> bool:
+    """Whether ``count`` is between ``low`` and ``high`` times ``estimate`` (or close to it).
+    Attachments whose size is unknown are ``charged`` the most they may cost: then only the
+    upper bound applies."""
+    if abs(count - estimate) <= _PLAUSIBLE_GAP:
+        return True
+    if count > estimate * high:
+        return False
+    return charged or count >= estimate * low
+
+
 #: The most one delta sample weighs (tokens), half the default prior: a delta far larger than
 #: the others (a tool output of 40k tokens among turns of 300) is one sample, not a majority.
 _MAX_DELTA_WEIGHT = 1_000.0
@@ -264,6 +313,15 @@ def _check_settings(window: int, clamp: tuple[float, float], max_conversations: 
     low, high = clamp
     if not 0 < low <= high:
         raise ValueError(f"clamp must be (low, high) with 0 < low <= high, got {clamp!r}")
+
+
+def _log_implausible(reported: int, expected: int, what: str) -> None:
+    logger.warning(
+        "ignoring a usage report of %d input tokens where %s comes to %d (%.1fx): not a"
+        " count of this request (a cumulative usage, or one without its cached part?)",
+        reported, what, expected, reported / max(1, expected),
+        extra={"ctxbudget_reported": reported, "ctxbudget_expected": expected},
+    )  # fmt: skip
 
 
 def _weighted_median(samples: Sequence[tuple[float, float]]) -> float:
@@ -533,7 +591,9 @@ class CalibrationTracker:
             raw: The uncalibrated estimate of exactly these messages, if already made.
 
         Returns:
-            ``True`` when a count was read and recorded (``False``: the report had none).
+            ``True`` when a count was read and recorded (``False``: the report had none, or
+            a usage count no estimate of the request can be off by, which is logged and
+            ignored: see :func:`plausible_report`; an overflow's count is always taken).
         """
         reported = reported_input_tokens(usage)
         if reported is None or reported <= 0:
@@ -541,6 +601,13 @@ class CalibrationTracker:
         msgs = list(messages)
         with self._lock:
             raw = self._raw(conversation, msgs, system, tools, None, raw)
+            # An overflow's count is the provider's own, of this request (SPEC F5); a usage
+            # report passed through the caller's code may count something else.
+            measured = hasattr(usage, "measured_input_tokens")
+            if not measured and not self._plausible(
+                conversation, msgs, system, tools, raw, reported
+            ):
+                return False
             self._learn(conversation, msgs, system, tools, raw, reported)
             self._anchors[conversation] = _Anchor(
                 msgs,
@@ -559,6 +626,36 @@ class CalibrationTracker:
             self._observations += 1
             self._last_reported = reported
             return True
+
+    def _plausible(
+        self,
+        conversation: Hashable,
+        msgs: list[Any],
+        system: Any,
+        tools: Any,
+        raw: RequestEstimate,
+        reported: int,
+    ) -> bool:
+        """Whether ``reported`` can count the request (logged when not; call with the lock
+        held): as a whole (:func:`plausible_report`), and, when it extends the
+        conversation's anchor, by how much it grew since (a run's cumulative usage grows
+        by the whole request each turn)."""
+        if not plausible_report(reported, raw, self.clamp):
+            _log_implausible(reported, raw.total, "the request")
+            return False
+        anchor = self._anchors.get(conversation)
+        if anchor is None or not self._extends(anchor, msgs, system, tools, raw):
+            return True
+        added = sum(raw.per_message[len(anchor.messages) :])
+        attached = raw.components.attachments > anchor.attachments
+        low, high = self.clamp
+        spread = _PLAUSIBLE_SPREAD
+        if _within(reported - anchor.reported, added, low / spread, high * spread, attached):
+            return True
+        _log_implausible(
+            reported, anchor.reported + added, "the last report plus the messages added"
+        )
+        return False
 
     def _learn(
         self,

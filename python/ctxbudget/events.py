@@ -4,11 +4,13 @@ Each rewrite produces one :class:`ContextEvent`. It goes to the standard :mod:`l
 logger of its action (``ctxbudget.prune`` or ``ctxbudget.compact``, level ``INFO``; the
 event itself rides along as ``record.ctxbudget_event``) and to the caller's ``on_event``
 callback, if any. A callback that raises is logged and otherwise ignored: observability must
-never be the reason a request is not sent.
+never be the reason a request is not sent. The callback is called, not awaited (an ``async``
+one is closed unrun, with a warning): it may run while the guard holds its lock.
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -96,8 +98,13 @@ def emit(event: ContextEvent, on_event: EventCallback | None) -> None:
     """Log ``event`` on ``ctxbudget.<action>`` and pass it to ``on_event``."""
     logger = logging.getLogger(f"ctxbudget.{event.action}")
     logger.info("%s", event, extra={"ctxbudget_event": event})
-    if on_event is not None:
-        try:
-            on_event(event)
-        except Exception:
-            logger.exception("on_event callback failed for %s", event.action)
+    if on_event is None:
+        return
+    try:
+        result = on_event(event)
+    except Exception:
+        logger.exception("on_event callback failed for %s", event.action)
+        return
+    if inspect.iscoroutine(result):  # nothing here awaits it: say so, not "never awaited"
+        result.close()
+        logger.warning("on_event returned a coroutine, which is not awaited: pass a function")

@@ -44,10 +44,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Literal, TypeVar
 
 from ctxbudget.budget import ContextWindowBudget
-from ctxbudget.calibration import CalibratedEstimate, CalibrationTracker, reported_input_tokens
+from ctxbudget.calibration import (
+    CalibratedEstimate,
+    CalibrationTracker,
+    plausible_report,
+    reported_input_tokens,
+)
 from ctxbudget.call_ids import CallIdRenamer
 from ctxbudget.compact import CompactionError, CompactResult, acompact, compact
-from ctxbudget.errors import ContextBudgetError, ContextOverflowError
+from ctxbudget.errors import ContextBudgetError, ContextOverflowError, add_note
 from ctxbudget.events import ContextEvent, EventCallback, Reason, emit
 from ctxbudget.formats.common import as_mapping, message_list
 from ctxbudget.formats.detect import SeenFits, pick_format
@@ -238,8 +243,9 @@ class ContextGuard:
     Give it the conversation's full history each turn (it is never modified; append to it
     as usual) and a ``send`` that turns a :class:`GuardedRequest` into the provider call. The
     guard remembers what it learned across turns (calibration, stubs, a summary), so use
-    one guard per conversation. Thread-safe: its state is updated under a lock, ``send``
-    runs outside it.
+    one guard per conversation: one shared by several works, but each conversation's turn
+    makes it forget the other's (its summary is written anew, stubbed results come back).
+    Thread-safe: its state is updated under a lock, ``send`` runs outside it.
 
     Args:
         model: Model name: window and max output from the registry, framing, encoding.
@@ -322,6 +328,9 @@ class ContextGuard:
         else:
             self.tracker = None
         self._raw = RequestEstimator(model, format=format, **self._estimator_args)
+        # This guard's key in the tracker: guards sharing one keep their own anchors (on
+        # one key, each guard's report replaced the other's, and no estimate was anchored).
+        self._conversation = object()
         self._lock = threading.RLock()
         self._collected: list[ContextEvent] = []
         self._scans: dict[str, ScanCache] = {}
@@ -680,7 +689,7 @@ class ContextGuard:
             if not call.compaction_failed:
                 raise
             failure = call.compaction_failed[-1]
-            exc.add_note(f"compaction was tried and failed: {failure}")
+            add_note(exc, f"compaction was tried and failed: {failure}")
             raise exc from failure.__cause__ or failure
         return request
 
@@ -830,7 +839,9 @@ class ContextGuard:
         if raw is None:
             raw = self._raw.estimate(view, system=system, tools=tools, max_tokens=max_tokens)
         if self.tracker is not None:
-            return self.tracker.estimate(view, system=system, tools=tools, raw=raw)
+            return self.tracker.estimate(
+                view, system=system, tools=tools, raw=raw, conversation=self._conversation
+            )
         return CalibratedEstimate(raw.total, False, None, 0, 1.0, raw)
 
     def _observe(self, request: GuardedRequest, response: Any) -> bool:
@@ -838,12 +849,18 @@ class ContextGuard:
         the provider has now taken more than); never fails the call."""
         try:
             usage = self._usage(response) if self._usage is not None else _usage_of(response)
-            self._lift_limit(request, reported_input_tokens(usage))
+            reported = reported_input_tokens(usage)
+            if reported is None or reported <= 0:
+                logger.debug("the response reports no input tokens: nothing to calibrate from")
+                return False
+            clamp = self.tracker.clamp if self.tracker is not None else (0.5, 2.0)
+            if plausible_report(reported, request.estimate.raw, clamp):
+                self._lift_limit(request, reported)  # (the tracker logs an implausible one)
             if self.tracker is None:
                 return False
             return self.tracker.observe(
                 request.messages, usage, system=request.system, tools=request.tools,
-                raw=request.estimate.raw,
+                raw=request.estimate.raw, conversation=self._conversation,
             )  # fmt: skip
         except Exception:  # a usage report we cannot read must not lose the response
             logger.warning("could not read the usage report of the response", exc_info=True)
@@ -855,7 +872,7 @@ class ContextGuard:
         if measured is not None and self.tracker is not None:
             self.tracker.observe_overflow(
                 request.messages, info, system=request.system, tools=request.tools,
-                raw=request.estimate.raw,
+                raw=request.estimate.raw, conversation=self._conversation,
             )  # fmt: skip
         return measured
 
@@ -872,19 +889,18 @@ class ContextGuard:
             cache = self._scans[fmt] = ScanCache(fmt)
         return cache.scan(messages)
 
-    def _event(self, event: ContextEvent) -> None:
-        """Events of work done under the lock: the current call's (see :meth:`_advance`)."""
+    def _event(self, event: ContextEvent) -> object:
+        """Events of work done under the lock: the current call's (see :meth:`_advance`).
+        The callback's result is returned for :func:`~ctxbudget.events.emit` to check."""
         self._collected.append(event)
-        if self.on_event is not None:
-            self.on_event(event)
+        return self.on_event(event) if self.on_event is not None else None
 
     def _recorder(self, events: list[ContextEvent]) -> EventCallback:
         """Events of work done outside the lock (compaction): to that call's ``events``."""
 
-        def record(event: ContextEvent) -> None:
+        def record(event: ContextEvent) -> object:
             events.append(event)
-            if self.on_event is not None:
-                self.on_event(event)
+            return self.on_event(event) if self.on_event is not None else None
 
         return record
 
