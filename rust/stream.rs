@@ -4,11 +4,11 @@
 //! Each chunk is appended to a buffer. What ends in a whole character is validated (UTF-8
 //! without NUL, as [`text::validate`]); an unfinished character at the end waits for the next
 //! chunk. Once the validated part is [`FLUSH`] bytes or more, it is cut at the last position
-//! where every pre-tokenizer starts a new piece ([`units::safe_cut`]), the part before the cut
+//! where every pre-tokenizer starts a new piece (`units::safe_cut`), the part before the cut
 //! is estimated and dropped, and the rest stays. Pieces never straddle such a cut, so the
 //! counts are those of the whole text, whatever the chunks. A run with no cut (one piece: a
-//! long base64 line) lets the buffer grow, doubling, up to [`units::MAX_BUF`]; past that it is
-//! estimated as it is, as a `str` is ([`units`]).
+//! long base64 line) lets the buffer grow, doubling, up to `units::MAX_BUF`; past that it is
+//! estimated as it is, as a `str` is ([`units`](crate::units)).
 //!
 //! Reading a file this way instead of mapping it costs a copy of each chunk, and spares the
 //! process a `SIGBUS` when another process truncates the file while it is read (a log rotated
