@@ -44,6 +44,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ctxbudget.formats.common import as_mapping
 from ctxbudget.request import CounterLike, RequestEstimate, RequestEstimator
 
 __all__ = [
@@ -270,7 +271,11 @@ _PLAUSIBLE_GAP = 2_000
 
 
 def plausible_report(
-    reported: int, raw: RequestEstimate, clamp: tuple[float, float] = (0.5, 2.0)
+    reported: int,
+    raw: RequestEstimate,
+    clamp: tuple[float, float] = (0.5, 2.0),
+    *,
+    reasoning: bool = False,
 ) -> bool:
     """Whether ``reported`` input tokens can be the provider's count of the request ``raw``
     estimates: within ``clamp`` widened four times each way (with the default clamp, from an
@@ -282,8 +287,34 @@ def plausible_report(
     """
     spread = _PLAUSIBLE_SPREAD**2
     low, high = clamp
-    charged = bool(raw.components.attachments)
+    charged = bool(raw.components.attachments) or reasoning
     return _within(reported, raw.total, low / spread, high * spread, charged)
+
+
+#: Block and item types of reasoning a provider leaves out of later turns' counts.
+_REASONING = frozenset({"thinking", "redacted_thinking", "reasoning"})
+
+
+def _has_reasoning(messages: Sequence[Any]) -> bool:
+    """Whether ``messages`` carry a model's reasoning, which providers leave out of a later
+    turn's input (Anthropic drops earlier turns' thinking blocks, OpenAI earlier turns'
+    reasoning items) although the estimate counts it: a count far below the estimate is then
+    the provider's own, and only the upper bound of :func:`plausible_report` applies."""
+    for message in messages:
+        m = as_mapping(message)
+        if m is None:
+            continue
+        if m.get("type") == "reasoning":
+            return True
+        blocks = m.get("content", m.get("parts"))
+        if isinstance(blocks, list) and any(_is_reasoning(b) for b in blocks):
+            return True
+    return False
+
+
+def _is_reasoning(block: Any) -> bool:
+    b = as_mapping(block)
+    return b is not None and (b.get("type") in _REASONING or b.get("thought") is True)
 
 
 def _within(count: int, estimate: int, low: float, high: float, charged: bool) -> bool:
@@ -640,14 +671,19 @@ class CalibrationTracker:
         held): as a whole (:func:`plausible_report`), and, when it extends the
         conversation's anchor, by how much it grew since (a run's cumulative usage grows
         by the whole request each turn)."""
-        if not plausible_report(reported, raw, self.clamp):
+        # Looked for only when a count below the estimate would be refused (a model_dump of
+        # every SDK message otherwise, each turn).
+        reasoning = reported < raw.total and _has_reasoning(msgs)
+        if not plausible_report(reported, raw, self.clamp, reasoning=reasoning):
             _log_implausible(reported, raw.total, "the request")
             return False
         anchor = self._anchors.get(conversation)
         if anchor is None or not self._extends(anchor, msgs, system, tools, raw):
             return True
         added = sum(raw.per_message[len(anchor.messages) :])
-        attached = raw.components.attachments > anchor.attachments
+        attached = raw.components.attachments > anchor.attachments or (
+            reported - anchor.reported < added and _has_reasoning(msgs[len(anchor.messages) :])
+        )
         low, high = self.clamp
         spread = _PLAUSIBLE_SPREAD
         if _within(reported - anchor.reported, added, low / spread, high * spread, attached):
