@@ -180,9 +180,8 @@ def test_a_timeout_during_the_overflow_retry_leaves_no_stub_behind() -> None:
                 )
             await asyncio.sleep(60)
 
-        with pytest.raises(TimeoutError):
-            async with asyncio.timeout(5):
-                await guard.asend(overflow_then_hang, history)
+        with pytest.raises(asyncio.TimeoutError):  # wait_for: asyncio.timeout is 3.11+
+            await asyncio.wait_for(guard.asend(overflow_then_hang, history), 5)
         assert len(sent) == 2 and not guard._sticky._by_id
         result = await guard.asend(ahonest, history)
         assert result.usage_recorded and result.overflow is None
