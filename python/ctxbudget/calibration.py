@@ -671,22 +671,29 @@ class CalibrationTracker:
         held): as a whole (:func:`plausible_report`), and, when it extends the
         conversation's anchor, by how much it grew since (a run's cumulative usage grows
         by the whole request each turn)."""
-        # Looked for only when a count below the estimate would be refused (a model_dump of
-        # every SDK message otherwise, each turn).
-        reasoning = reported < raw.total and _has_reasoning(msgs)
-        if not plausible_report(reported, raw, self.clamp, reasoning=reasoning):
+        # Reasoning is looked for only when a count below the estimate would otherwise be
+        # refused: the scan reads every message (a model_dump of each SDK object) and the
+        # tracker runs every turn.
+        if not plausible_report(reported, raw, self.clamp) and not (
+            reported < raw.total
+            and _has_reasoning(msgs)
+            and plausible_report(reported, raw, self.clamp, reasoning=True)
+        ):
             _log_implausible(reported, raw.total, "the request")
             return False
         anchor = self._anchors.get(conversation)
         if anchor is None or not self._extends(anchor, msgs, system, tools, raw):
             return True
         added = sum(raw.per_message[len(anchor.messages) :])
-        attached = raw.components.attachments > anchor.attachments or (
-            reported - anchor.reported < added and _has_reasoning(msgs[len(anchor.messages) :])
-        )
+        grown = reported - anchor.reported
         low, high = self.clamp
-        spread = _PLAUSIBLE_SPREAD
-        if _within(reported - anchor.reported, added, low / spread, high * spread, attached):
+        bounds = (low / _PLAUSIBLE_SPREAD, high * _PLAUSIBLE_SPREAD)
+        attached = raw.components.attachments > anchor.attachments
+        if _within(grown, added, *bounds, attached) or (
+            grown < added
+            and _has_reasoning(msgs[len(anchor.messages) :])
+            and _within(grown, added, *bounds, True)
+        ):
             return True
         _log_implausible(
             reported, anchor.reported + added, "the last report plus the messages added"
