@@ -9,15 +9,16 @@
 How: first what each character costs alone and after a space (rust/char_costs.bin, from the
 oracles), and the vocabulary filters (rust/vocab_filters.bin): every entry of each oracle's
 vocabulary that the scanner emits as one piece goes into that encoding's Bloom filter (built by
-the helper, so the hash is the estimator's own). Then the corpus (benches/estimator/corpus.py)
-is cut into documents; the helper binary (benches/estimator, which compiles rust/scan.rs,
-rust/estimate.rs, rust/vocab.rs and rust/profiles.rs as they are) splits every fit document into
-pieces exactly as the estimator does and reports each piece's table cell (pieces in the filter
-are costed one token and lone characters by the character tables, neither fitted; the others by
-kind/features and greedy split count); the oracle tokenizer (quicktok) counts the tokens of
-every distinct piece; a cell's value is the mean tokens of its pieces, shrunk towards coarser
-groups when it has few samples. Last, the conservative margin, fitted against the largest of the
-four true counts. Oracles are development-only and need no network.
+the helper, so the hash is the estimator's own), and every proper prefix of those entries, cut
+at a character boundary, into its prefix filter (rust/prefix_filters.bin). Then the corpus
+(benches/estimator/corpus.py) is cut into documents; the helper binary (benches/estimator, which
+compiles rust/scan.rs, rust/estimate.rs, rust/vocab.rs and rust/profiles.rs as they are) splits
+every fit document into pieces exactly as the estimator does and reports each piece's table cell
+(pieces in the filter are costed one token and lone characters by the character tables, neither
+fitted; the others by kind/features and greedy split count); the oracle tokenizer (quicktok)
+counts the tokens of every distinct piece; a cell's value is the mean tokens of its pieces,
+shrunk towards coarser groups when it has few samples. Last, the conservative margin, fitted
+against the largest of the four true counts. Oracles are development-only and need no network.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ import corpus  # noqa: E402
 
 PROFILES = ROOT / "rust" / "profiles.rs"
 FILTERS = ROOT / "rust" / "vocab_filters.bin"
+PREFIXES = ROOT / "rust" / "prefix_filters.bin"
 CHAR_COSTS = ROOT / "rust" / "char_costs.bin"
 #: Code points the character-cost table covers (`CHAR_COST_CODE_POINTS` in vocab.rs).
 CHAR_COST_CODE_POINTS = 0x2_0000
@@ -69,6 +71,8 @@ UNITS = 256
 PLACEHOLDER = """//! Placeholder tables; run `python benches/fit_estimator.py` to generate.
 /// Vocabulary filters.
 pub static VOCAB_FILTERS: &[u8] = include_bytes!("vocab_filters.bin");
+/// Prefix filters.
+pub static PREFIX_FILTERS: &[u8] = include_bytes!("prefix_filters.bin");
 /// Character costs.
 pub static CHAR_COSTS: &[u8] = include_bytes!("char_costs.bin");
 /// Conservative margin.
@@ -122,7 +126,7 @@ def helper() -> Path:
     target = Path(tempfile.gettempdir()) / f"ctxbudget-fit-helper-{checkout}"
     if not PROFILES.exists():
         PROFILES.write_text(PLACEHOLDER)
-    for generated in (FILTERS, CHAR_COSTS):
+    for generated in (FILTERS, PREFIXES, CHAR_COSTS):
         if not generated.exists():
             generated.write_bytes(b"")
     env = dict(os.environ, CARGO_TARGET_DIR=str(target))
@@ -257,6 +261,11 @@ def render(
     out.append('pub static VOCAB_FILTERS: &[u8] = include_bytes!("vocab_filters.bin");')
     out.append("")
     out.append(
+        "/// Prefix filters of cl100k, o200k, llama3 and qwen3, in that order (see `vocab.rs`)."
+    )
+    out.append('pub static PREFIX_FILTERS: &[u8] = include_bytes!("prefix_filters.bin");')
+    out.append("")
+    out.append(
         "/// What characters cost alone in cl100k, o200k, llama3 and qwen3, in that order, then "
         "after a space, in the same order (see `vocab.rs`)."
     )
@@ -300,10 +309,11 @@ def fit(check: bool) -> int:
     rare = rare_bigrams(fit_docs)
     # Word cells depend on the bigram table: the helper must be built with it first.
     original = PROFILES.read_text() if PROFILES.exists() else None
-    original_filters = FILTERS.read_bytes() if FILTERS.exists() else None
+    original_filters = tuple(f.read_bytes() if f.exists() else None for f in (FILTERS, PREFIXES))
     original_costs = CHAR_COSTS.read_bytes() if CHAR_COSTS.exists() else None
     costs = char_costs()  # before anything is overwritten: it needs every oracle
     FILTERS.write_bytes(b"")
+    PREFIXES.write_bytes(b"")
     CHAR_COSTS.write_bytes(costs)
     PROFILES.write_text(
         render({}, None, ["Provisional tables (fit in progress)."], rare).replace(
@@ -325,10 +335,11 @@ def fit(check: bool) -> int:
                 PROFILES.unlink()
             else:
                 PROFILES.write_text(original)
-            if original_filters is None:
-                FILTERS.unlink()
-            else:
-                FILTERS.write_bytes(original_filters)
+            for path, bytes_ in zip((FILTERS, PREFIXES), original_filters, strict=True):
+                if bytes_ is None:
+                    path.unlink()
+                else:
+                    path.write_bytes(bytes_)
             if original_costs is None:
                 CHAR_COSTS.unlink()
             else:
@@ -351,9 +362,10 @@ def char_costs() -> bytes:
     return bytes(out)
 
 
-def build_filters(bin_: Path) -> tuple[bytes, list[str]]:
-    """The vocabulary filters of the four encodings, from the oracles' vocabularies."""
-    parts = []
+def build_filters(bin_: Path) -> tuple[tuple[bytes, bytes], list[str]]:
+    """The vocabulary filters and the prefix filters of the four encodings, from the oracles'
+    vocabularies."""
+    parts: dict[str, list[bytes]] = {"filter": [], "prefixes": []}
     notes = []
     with tempfile.TemporaryDirectory() as td:
         for _, qname, _, _ in ENCODINGS:
@@ -363,13 +375,14 @@ def build_filters(bin_: Path) -> tuple[bytes, list[str]]:
                 for t in tokens:
                     fh.write(struct.pack("<I", len(t)))
                     fh.write(t)
-            run = subprocess.run(
-                [str(bin_), "filter", qname, str(path)], check=True, capture_output=True
-            )
-            parts.append(run.stdout)
-            notes.append(run.stderr.decode().strip())
-            print(notes[-1], file=sys.stderr)
-    return b"".join(parts), notes
+            for command, out in parts.items():
+                run = subprocess.run(
+                    [str(bin_), command, qname, str(path)], check=True, capture_output=True
+                )
+                out.append(run.stdout)
+                notes.append(run.stderr.decode().strip())
+                print(notes[-1], file=sys.stderr)
+    return (b"".join(parts["filter"]), b"".join(parts["prefixes"])), notes
 
 
 def _fit(
@@ -378,14 +391,15 @@ def _fit(
     rare: list[int],
     check: bool,
     original: str | None,
-    original_filters: bytes | None,
+    original_filters: tuple[bytes | None, ...],
 ) -> int:
     import json
 
     import quicktok
 
     filters, filter_notes = build_filters(helper())
-    FILTERS.write_bytes(filters)
+    for path, bytes_ in zip((FILTERS, PREFIXES), filters, strict=True):
+        path.write_bytes(bytes_)
     bin_ = helper()
     layout = json.loads(
         subprocess.run([str(bin_), "layout"], check=True, capture_output=True).stdout
@@ -439,7 +453,8 @@ def _fit(
         "Scanner fidelity on the fit split:",
         *[f"  {a}" for a in agree],
         "",
-        "Vocabulary filters (rust/vocab_filters.bin, blocked Bloom, 6 bits per entry):",
+        "Vocabulary filters (rust/vocab_filters.bin, blocked Bloom, 6 bits per entry) and",
+        "prefix filters (rust/prefix_filters.bin, 4 bits per prefix):",
         *[f"  {n}" for n in filter_notes],
         "",
         "Character costs (rust/char_costs.bin): the oracle's tokens for each character of",
@@ -471,9 +486,9 @@ def _fit(
             file=sys.stderr,
         )
         print(
-            "rust/vocab_filters.bin is up to date"
+            "rust/vocab_filters.bin and rust/prefix_filters.bin are up to date"
             if same_filters
-            else "rust/vocab_filters.bin differs",
+            else "rust/vocab_filters.bin or rust/prefix_filters.bin differs",
             file=sys.stderr,
         )
         return 0 if same and same_filters else 1

@@ -22,7 +22,7 @@ use crate::greedy::merged_entry;
 pub use crate::greedy::{greedy_tokens, merged_start_tokens, run_tokens};
 use crate::profiles;
 use crate::scan::{self, content, prefix, script, Dialect, Found, Kind, Piece, Step};
-use crate::vocab::{self, CharCosts, Filter, Vocab};
+use crate::vocab::{self, CharCosts, Filter, PrefixFilter, Vocab};
 use crate::window_cost::window_units;
 
 /// An encoding whose token counts we estimate.
@@ -520,6 +520,7 @@ fn vocab_of(index: usize) -> Vocab<'static> {
     };
     Vocab {
         filter: Filter(part(profiles::VOCAB_FILTERS, vocab::FILTER_BYTES)),
+        prefixes: PrefixFilter(part(profiles::PREFIX_FILTERS, vocab::PREFIX_FILTER_BYTES)),
         chars: CharCosts(part(alone, vocab::CHAR_COST_BYTES)),
         spaced: CharCosts(part(after_space, vocab::CHAR_COST_BYTES)),
     }

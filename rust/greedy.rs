@@ -27,6 +27,11 @@ const RUN_MIN_CHARS: usize = 4;
 fn char_run(b: &[u8], i: usize, char_len: usize) -> Option<usize> {
     let c = b.get(i..i + char_len)?;
     let mut j = i + char_len;
+    // Most characters are not followed by themselves: their last bytes differ (lead bytes
+    // are shared by whole blocks of characters).
+    if b.get(j + char_len - 1) != c.last() {
+        return None;
+    }
     while b.get(j..j + char_len) == Some(c) {
         j += char_len;
     }
@@ -109,7 +114,11 @@ fn next_char(b: &[u8], mut j: usize) -> usize {
 
 /// The end of the longest entry of the filter that `b[i..]` starts with (`None`: no entry
 /// starts there): each character boundary is tried in turn, up to [`GREEDY_MAX`] bytes, until
-/// [`GREEDY_MISSES`] in a row are not entries ([`GREEDY_MISSES_CJK`] from a CJK character).
+/// [`GREEDY_MISSES`] in a row are not entries ([`GREEDY_MISSES_CJK`] from a CJK character)
+/// or, from a character that is not ASCII, until what has been read begins no longer entry
+/// ([`vocab::PrefixFilter`]; a random run of ideographs is then one probe of each filter a
+/// character past the first instead of three misses, 1.4x faster; from ASCII, where the
+/// misses stop as soon, the second probe cost 2-3%).
 #[allow(clippy::inline_always)] // hot path: the greedy loop is 15% slower with it called
 #[inline(always)]
 fn longest_match(b: &[u8], i: usize, vocab: &Vocab<'_>) -> Option<usize> {
@@ -119,9 +128,11 @@ fn longest_match(b: &[u8], i: usize, vocab: &Vocab<'_>) -> Option<usize> {
     } else {
         GREEDY_MISSES
     };
+    let ascii = b[i] < 0x80;
     while j < b.len() && j - i < GREEDY_MAX {
         j = next_char(b, j);
-        if vocab.has(&b[i..j], vocab::hash(&b[i..j])) {
+        let h = vocab::hash(&b[i..j]);
+        if vocab.has(&b[i..j], h) {
             best = j;
             misses = 0;
         } else {
@@ -129,6 +140,9 @@ fn longest_match(b: &[u8], i: usize, vocab: &Vocab<'_>) -> Option<usize> {
             if misses >= limit {
                 break;
             }
+        }
+        if !ascii && !vocab.prefixes.may_extend(h) {
+            break;
         }
     }
     (best != 0).then_some(best)
@@ -266,6 +280,7 @@ mod tests {
             let filter = vocab::build(words.iter().map(|w| vocab::hash(w.as_bytes())));
             let vocab = Vocab {
                 filter: vocab::Filter(&filter),
+                prefixes: vocab::PrefixFilter(&[]),
                 chars: vocab::CharCosts(&[]),
                 spaced: vocab::CharCosts(&[]),
             };
@@ -282,31 +297,98 @@ mod tests {
     #[test]
     fn the_space_rule_takes_only_a_lone_space_before_a_wide_character_that_starts_nothing() {
         use crate::testing::char_cost_table;
-        // Alone: é 3 tokens, ✅ 2, the rest 1; after a space: é 1, ✅ 1.
-        let alone = char_cost_table(&[(0xE9, 3), (0x2705, 2)]);
-        let spaced = char_cost_table(&[(0xE9, 1), (0x2705, 1)]);
-        let filter = vocab::build(
-            [" ", "✅xyz", "y"]
-                .iter()
-                .map(|w| vocab::hash(w.as_bytes())),
-        );
+        // Alone: é 3 tokens, ✅ 2, ✔ 2, ⚡ 3, the rest 1; after a space: é 1, ✅ 1, ✔ 2, ⚡ 2.
+        let alone = char_cost_table(&[(0xE9, 3), (0x2705, 2), (0x2714, 2), (0x26A1, 3)]);
+        let spaced = char_cost_table(&[(0xE9, 1), (0x2705, 1), (0x2714, 2), (0x26A1, 2)]);
+        let filter = vocab::build([" ", "✔xyz", "y"].iter().map(|w| vocab::hash(w.as_bytes())));
         let vocab = Vocab {
             filter: vocab::Filter(&filter),
+            prefixes: vocab::PrefixFilter(&[]),
             chars: vocab::CharCosts(&alone),
             spaced: vocab::CharCosts(&spaced),
         };
-        // Taken: the space and ✅ cost what they cost together.
+        // One token together, the table says: an entry (the filter is not asked).
         assert_eq!(greedy_tokens(" ✅".as_bytes(), &vocab), 1);
-        assert_eq!(greedy_tokens(" ✅y".as_bytes(), &vocab), 2);
+        // Taken: the space and ⚡ cost what they cost together, not 1 + 3.
+        assert_eq!(greedy_tokens(" ⚡".as_bytes(), &vocab), 2);
+        assert_eq!(greedy_tokens(" ⚡y".as_bytes(), &vocab), 3);
         // Not taken: a two-byte letter; a character that starts an entry; a run after the space.
         assert_eq!(greedy_tokens(" é".as_bytes(), &vocab), 1 + 3);
-        assert_eq!(greedy_tokens(" ✅xyz".as_bytes(), &vocab), 1 + 1);
-        let run = "✅".repeat(4);
+        assert_eq!(greedy_tokens(" ✔xyz".as_bytes(), &vocab), 1 + 1);
+        let run = "⚡".repeat(4);
         let spaced_run = format!(" {run}");
         assert_eq!(
             greedy_tokens(spaced_run.as_bytes(), &vocab),
             1 + run_tokens(run.as_bytes(), &vocab)
         );
+    }
+
+    #[test]
+    fn a_match_stops_where_no_entry_goes_on() {
+        // `甲乙丙丁` stands in for a false positive of the vocabulary filter: the entries are the
+        // four characters alone, so the prefix filter lacks `甲`, `甲乙` and `甲乙丙` and the
+        // walk stops after `甲`. Without a prefix filter it finds the false entry.
+        let entries = ["甲", "乙", "丙", "丁"];
+        let filter = vocab::build(
+            entries
+                .iter()
+                .chain(&["甲乙丙丁"])
+                .map(|w| vocab::hash(w.as_bytes())),
+        );
+        let none: [u64; 0] = [];
+        let prefixes = vocab::build_prefixes(none);
+        let with = |prefixes| Vocab {
+            filter: vocab::Filter(&filter),
+            prefixes,
+            chars: vocab::CharCosts(&[]),
+            spaced: vocab::CharCosts(&[]),
+        };
+        let text = "甲乙丙丁".as_bytes();
+        assert_eq!(greedy_tokens(text, &with(vocab::PrefixFilter(&[]))), 1);
+        assert_eq!(
+            greedy_tokens(text, &with(vocab::PrefixFilter(&prefixes))),
+            4
+        );
+    }
+
+    #[test]
+    fn the_prefix_filter_changes_no_split_of_real_entries() {
+        // Entries of one to four characters and their prefixes: every split of text made of
+        // their characters is the same with the prefix filter and without one.
+        let alphabet: Vec<char> = "甲乙丙丁戊己庚辛壬癸αβγ abc".chars().collect();
+        let mut rng = crate::testing::XorShift(0x5EED);
+        let mut pick = |n: usize| -> String {
+            (0..n)
+                .map(|_| alphabet[rng.next() as usize % alphabet.len()])
+                .collect()
+        };
+        let entries: Vec<String> = (0..300).map(|k| pick(1 + k % 4)).collect();
+        let filter = vocab::build(entries.iter().map(|w| vocab::hash(w.as_bytes())));
+        let prefixes = vocab::build_prefixes(entries.iter().flat_map(|w| {
+            let b = w.as_bytes();
+            (1..b.len())
+                .filter(|&cut| b[cut] & 0xC0 != 0x80)
+                .map(|cut| vocab::hash(&b[..cut]))
+                .collect::<Vec<_>>()
+        }));
+        let with = |prefixes| Vocab {
+            filter: vocab::Filter(&filter),
+            prefixes,
+            chars: vocab::CharCosts(&[]),
+            spaced: vocab::CharCosts(&[]),
+        };
+        let (plain, walked) = (
+            with(vocab::PrefixFilter(&[])),
+            with(vocab::PrefixFilter(&prefixes)),
+        );
+        for n in 1..400 {
+            let text = pick(n % 40 + 1);
+            assert_eq!(
+                greedy_tokens(text.as_bytes(), &plain),
+                greedy_tokens(text.as_bytes(), &walked),
+                "{text:?}"
+            );
+        }
     }
 
     #[test]

@@ -139,6 +139,61 @@ impl Filter<'_> {
     }
 }
 
+/// Blocks per prefix filter (each 64 bits): 256 KB per encoding. A prefix filter only saves
+/// probes (a false positive lets a greedy match go on looking, as it did without one), so it
+/// can be smaller than the vocabulary filter: four bits per prefix, about 2% false positives.
+pub const PREFIX_BLOCKS: usize = 1 << 15;
+/// Bytes per prefix filter.
+pub const PREFIX_FILTER_BYTES: usize = PREFIX_BLOCKS * 8;
+
+/// Block index and bit mask of a hash in a prefix filter.
+#[allow(clippy::inline_always)] // hot path; measurably faster inlined
+#[inline(always)]
+fn prefix_slot(h: u64) -> (usize, u64) {
+    let block = (h >> 36) as usize & (PREFIX_BLOCKS - 1);
+    let mask = (1u64 << (h & 63))
+        | (1u64 << ((h >> 6) & 63))
+        | (1u64 << ((h >> 12) & 63))
+        | (1u64 << ((h >> 18) & 63));
+    (block, mask)
+}
+
+/// Which strings begin a longer vocabulary entry: every proper prefix, cut at a character
+/// boundary, of the entries in the vocabulary filter. A greedy match stops extending a string
+/// this filter lacks, since no entry can follow from it (`rust/greedy.rs`).
+/// `PREFIX_FILTER_BYTES` little-endian bytes, or empty: every string may go on.
+#[derive(Debug, Clone, Copy)]
+pub struct PrefixFilter<'a>(pub &'a [u8]);
+
+impl PrefixFilter<'_> {
+    /// Whether a string with hash `h` may begin a longer entry (no false negatives).
+    #[allow(clippy::inline_always)] // hot path; measurably faster inlined
+    #[inline(always)]
+    #[must_use]
+    pub fn may_extend(&self, h: u64) -> bool {
+        let (block, mask) = prefix_slot(h);
+        match self.0.get(block * 8..block * 8 + 8) {
+            Some(w) => {
+                let mut a = [0u8; 8];
+                a.copy_from_slice(w);
+                u64::from_le_bytes(a) & mask == mask
+            }
+            None => true,
+        }
+    }
+}
+
+/// Builds a prefix filter (for the fitting tool) from the hashes of its members.
+#[must_use]
+pub fn build_prefixes(hashes: impl IntoIterator<Item = u64>) -> Vec<u8> {
+    let mut blocks = vec![0u64; PREFIX_BLOCKS];
+    for h in hashes {
+        let (block, mask) = prefix_slot(h);
+        blocks[block] |= mask;
+    }
+    blocks.iter().flat_map(|b| b.to_le_bytes()).collect()
+}
+
 /// Code points covered by [`CharCosts`]: all of U+0000..U+1FFFF (the BMP and the emoji plane).
 pub const CHAR_COST_CODE_POINTS: usize = 0x2_0000;
 /// Bytes of one encoding's [`CharCosts`] table (2 bits per code point).
@@ -159,15 +214,30 @@ impl CharCosts<'_> {
 
     /// Tokens of the character whose UTF-8 bytes are `ch`, alone. Code points above the table
     /// are four-byte characters: four tokens, the most byte-level BPE gives one.
+    #[allow(clippy::inline_always)] // hot path: greedy splits of CJK call it for most characters
+    #[inline(always)]
     #[must_use]
     pub fn of(&self, ch: &[u8]) -> u32 {
-        let Some(cp) = std::str::from_utf8(ch)
-            .ok()
-            .and_then(|s| s.chars().next())
-            .map(|c| c as usize)
-        else {
-            return Self::DEFAULT;
-        };
+        match one_char(ch) {
+            Some(cp) => self.of_code_point(cp),
+            None => self.of_other(ch),
+        }
+    }
+
+    /// [`CharCosts::of`] for what [`one_char`] does not decode: four-byte characters and
+    /// invalid sequences.
+    #[cold]
+    fn of_other(&self, ch: &[u8]) -> u32 {
+        match std::str::from_utf8(ch).ok().and_then(|s| s.chars().next()) {
+            Some(c) => self.of_code_point(c as usize),
+            None => Self::DEFAULT,
+        }
+    }
+
+    /// Tokens of the character `cp` alone.
+    #[allow(clippy::inline_always)] // hot path; measurably faster inlined
+    #[inline(always)]
+    fn of_code_point(&self, cp: usize) -> u32 {
         if cp >= CHAR_COST_CODE_POINTS {
             return 4;
         }
@@ -176,15 +246,16 @@ impl CharCosts<'_> {
             .map_or(Self::DEFAULT, |&b| u32::from((b >> ((cp % 4) * 2)) & 3) + 1)
     }
 
-    /// Whether `e` is exactly one character of three or four bytes that costs two tokens or
-    /// more alone (decoded by hand: this runs on every probe of such a character).
+    /// For `ch` exactly one character of three or four bytes, whether it is one token (by a
+    /// whole table, which holds the oracle's own count): what the filter would answer, without
+    /// its false positives and without a probe of it. `None` for anything else.
     #[allow(clippy::inline_always)] // hot path; measurably faster inlined
     #[inline(always)]
     #[must_use]
-    pub fn splits(&self, e: &[u8]) -> bool {
+    pub fn whole_char(&self, ch: &[u8]) -> Option<bool> {
         let is_cont = |byte: u8| byte & 0xC0 == 0x80;
         let bits = |byte: u8| usize::from(byte & 0x3F);
-        let cp = match *e {
+        let cp = match *ch {
             [lead, c1, c2] if lead & 0xF0 == 0xE0 && is_cont(c1) && is_cont(c2) => {
                 usize::from(lead & 0x0F) << 12 | bits(c1) << 6 | bits(c2)
             }
@@ -193,11 +264,14 @@ impl CharCosts<'_> {
             {
                 usize::from(lead & 0x07) << 18 | bits(c1) << 12 | bits(c2) << 6 | bits(c3)
             }
-            _ => return false,
+            _ => return None,
         };
+        if self.0.len() != CHAR_COST_BYTES || cp >= CHAR_COST_CODE_POINTS {
+            return None;
+        }
         self.0
             .get(cp / 4)
-            .is_some_and(|&packed| (packed >> ((cp % 4) * 2)) & 3 != 0)
+            .map(|&packed| (packed >> ((cp % 4) * 2)).trailing_zeros() >= 2)
     }
 
     /// Tokens of `ch` when it is exactly one character and the table knows its count: `None`
@@ -213,11 +287,35 @@ impl CharCosts<'_> {
     }
 }
 
+/// The code point of `ch` when it is exactly one valid character of one to three bytes,
+/// decoded by hand (greedy splits cost every character the vocabulary lacks through
+/// [`CharCosts::of`]; `None` sends the rest through `std::str::from_utf8`, which gives the same).
+#[allow(clippy::inline_always)] // hot path; measurably faster inlined
+#[inline(always)]
+fn one_char(ch: &[u8]) -> Option<usize> {
+    let is_cont = |byte: u8| byte & 0xC0 == 0x80;
+    let bits = |byte: u8| usize::from(byte & 0x3F);
+    match *ch {
+        [b0] if b0 < 0x80 => Some(usize::from(b0)),
+        [b0, b1] if (0xC2..=0xDF).contains(&b0) && is_cont(b1) => {
+            Some(usize::from(b0 & 0x1F) << 6 | bits(b1))
+        }
+        [b0, b1, b2] if b0 & 0xF0 == 0xE0 && is_cont(b1) && is_cont(b2) => {
+            let cp = usize::from(b0 & 0x0F) << 12 | bits(b1) << 6 | bits(b2);
+            // Overlong forms and surrogates are not characters.
+            (cp >= 0x800 && !(0xD800..=0xDFFF).contains(&cp)).then_some(cp)
+        }
+        _ => None,
+    }
+}
+
 /// One encoding's vocabulary as the estimator sees it.
 #[derive(Debug, Clone, Copy)]
 pub struct Vocab<'a> {
     /// Which pieces are one whole token.
     pub filter: Filter<'a>,
+    /// Which strings begin longer entries.
+    pub prefixes: PrefixFilter<'a>,
     /// What the characters it does not have whole cost.
     pub chars: CharCosts<'a>,
     /// What a space and such a character cost together: byte-level vocabularies often merge
@@ -235,21 +333,25 @@ impl Vocab<'_> {
         self.filter.contains(h)
     }
 
-    /// Whether the filter has `entry` whole, unless `entry` is one character of three or
-    /// four bytes, alone or after a space, that the oracle splits ([`CharCosts::splits`]; the
-    /// tables of [`Vocab::chars`] and [`Vocab::spaced`]): a false positive of the
-    /// filter on such a character (`💻` in cl100k, o200k and llama3; 1,873 characters in
-    /// o200k) made it one token alone and in every split. Two-byte letters are left to the
-    /// filter: the SIMD windows, which take them, probe the filter alone.
+    /// Whether `entry` is one token: for one character of three or four bytes, alone or after
+    /// a space, what the tables of [`Vocab::chars`] and [`Vocab::spaced`] say
+    /// ([`CharCosts::whole_char`]: the oracle's own count, with no probe of the filter and
+    /// none of its false positives, which made `💻` one token in cl100k, o200k and llama3,
+    /// and 1,873 such characters in o200k); for anything else, whether the filter has it.
+    /// Two-byte letters are left to the filter: the SIMD windows, which take them, probe the
+    /// filter alone.
     #[allow(clippy::inline_always)] // hot path; measurably faster inlined
     #[inline(always)]
     #[must_use]
     pub fn has(&self, entry: &[u8], h: u64) -> bool {
-        self.contains(h)
-            && !match entry {
-                [b' ', ch @ ..] => self.spaced.splits(ch),
-                ch => self.chars.splits(ch),
-            }
+        let (table, ch) = match entry {
+            [b' ', ch @ ..] => (&self.spaced, ch),
+            ch => (&self.chars, ch),
+        };
+        match table.whole_char(ch) {
+            Some(whole) => whole,
+            None => self.contains(h),
+        }
     }
 
     /// Exact tokens of a piece that is one character of two bytes or more, alone or after a
@@ -291,7 +393,7 @@ mod tests {
         let m = crate::estimate::model(crate::estimate::Encoding::Cl100k).expect("fitted");
         let arrow = "↥".as_bytes();
         assert!(m.vocab.contains(hash(arrow)));
-        assert!(m.vocab.chars.splits(arrow));
+        assert_eq!(m.vocab.chars.whole_char(arrow), Some(false));
         assert!(!m.vocab.has(arrow, hash(arrow)));
         assert_eq!(crate::greedy::greedy_tokens(arrow, &m.vocab), 2);
         assert_eq!(
@@ -301,9 +403,11 @@ mod tests {
         // Characters the tokenizer has whole stay entries; two-byte letters are the filter's.
         let word = "中".as_bytes();
         assert_eq!(m.vocab.has(word, hash(word)), m.vocab.contains(hash(word)));
-        assert!(!m.vocab.chars.splits("é".as_bytes()));
-        assert!(!m.vocab.chars.splits(b"abc"));
-        assert!(!m.vocab.chars.splits(&[0xE4, 0x41, 0x80]));
+        assert_eq!(m.vocab.chars.whole_char(word), Some(true));
+        assert_eq!(m.vocab.chars.whole_char("é".as_bytes()), None);
+        assert_eq!(m.vocab.chars.whole_char(b"abc"), None);
+        assert_eq!(m.vocab.chars.whole_char(&[0xE4, 0x41, 0x80]), None);
+        assert_eq!(m.vocab.chars.whole_char("\u{20000}".as_bytes()), None);
     }
 
     #[test]
@@ -318,6 +422,21 @@ mod tests {
             .count();
         assert!(fp < 50, "{fp} false positives");
         assert!(!Filter(&[]).contains(hash(b"x")));
+    }
+
+    #[test]
+    fn prefixes_are_found() {
+        let words: Vec<String> = (0..5000).map(|i| format!(" word{i}")).collect();
+        let bytes = build_prefixes(words.iter().map(|w| hash(w.as_bytes())));
+        assert_eq!(bytes.len(), PREFIX_FILTER_BYTES);
+        let f = PrefixFilter(&bytes);
+        assert!(words.iter().all(|w| f.may_extend(hash(w.as_bytes()))));
+        let fp = (0..5000)
+            .filter(|i| f.may_extend(hash(format!(" other{i}").as_bytes())))
+            .count();
+        assert!(fp < 50, "{fp} false positives");
+        // No filter: everything may go on.
+        assert!(PrefixFilter(&[]).may_extend(hash(b"x")));
     }
 
     #[test]
@@ -354,6 +473,7 @@ mod tests {
         let spaced = char_cost_table(&[(0x1F389, 3)]);
         let vocab = Vocab {
             filter: Filter(&[]),
+            prefixes: PrefixFilter(&[]),
             chars: CharCosts(&alone),
             spaced: CharCosts(&spaced),
         };
@@ -375,6 +495,7 @@ mod tests {
         // Without tables nothing is known exactly.
         let empty = Vocab {
             filter: Filter(&[]),
+            prefixes: PrefixFilter(&[]),
             chars: CharCosts(&[]),
             spaced: CharCosts(&[]),
         };

@@ -6,6 +6,8 @@
 //!   `u32::MAX` for invalid bytes and `u32::MAX - 1` for pieces the vocabulary filter has.
 //! - `filter <encoding> <tokens.bin>`: the vocabulary filter (raw bytes on stdout) of the
 //!   vocabulary entries in `tokens.bin` that the encoding's scanner emits as one piece.
+//! - `prefixes <encoding> <tokens.bin>`: the prefix filter of the same entries: each one's
+//!   proper prefixes, cut at character boundaries.
 //! - `estimate <docs.bin>`: per document, `cl100k o200k llama3 qwen3 conservative` estimates.
 //! - `bench <file> <encoding> [seconds]`: single-thread throughput in MB/s.
 //! - `bench-scan <file> [seconds]`: single-thread MB/s of the o200k pre-tokenizer alone:
@@ -107,6 +109,35 @@ fn filter(name: &str, path: &str) {
     );
     std::io::stdout()
         .write_all(&vocab::build(hashes))
+        .expect("stdout");
+}
+
+/// The prefix filter of the entries `filter` takes: each one's proper prefixes, cut where a
+/// character starts (where the greedy split tries them).
+fn prefixes(name: &str, path: &str) {
+    let (m, _) = model(name);
+    let tokens = read_docs(path);
+    let mut hashes = Vec::new();
+    for t in &tokens {
+        if std::str::from_utf8(t).is_err() {
+            continue;
+        }
+        let ps = scan::pieces(t, m.dialect);
+        let [p] = ps.as_slice() else { continue };
+        if estimate::piece_hash(p, t).is_none() {
+            continue;
+        }
+        for cut in 1..t.len() {
+            if t[cut] & 0xC0 != 0x80 {
+                hashes.push(vocab::hash(&t[..cut]));
+            }
+        }
+    }
+    hashes.sort_unstable();
+    hashes.dedup();
+    eprintln!("{name}: {} distinct prefixes of single-piece entries", hashes.len());
+    std::io::stdout()
+        .write_all(&vocab::build_prefixes(hashes))
         .expect("stdout");
 }
 
@@ -276,13 +307,14 @@ fn main() {
         "layout" => layout(),
         "dump" => dump(a(2), a(3)),
         "filter" => filter(a(2), a(3)),
+        "prefixes" => prefixes(a(2), a(3)),
         "estimate" => estimate_docs(a(2)),
         "bench" => bench(a(2), a(3), a(4).parse().unwrap_or(1.0)),
         "bench-hits" => bench_hits(a(2)),
         "bench-scan" => bench_scan(a(2), a(3).parse().unwrap_or(1.0)),
         _ => {
             eprintln!(
-                "usage: fit_helper layout | dump ENC DOCS | filter ENC TOKENS | estimate DOCS | bench FILE ENC [S] | bench-scan FILE [S] | bench-hits FILE"
+                "usage: fit_helper layout | dump ENC DOCS | filter ENC TOKENS | prefixes ENC TOKENS | estimate DOCS | bench FILE ENC [S] | bench-scan FILE [S] | bench-hits FILE"
             );
             std::process::exit(2);
         }
