@@ -65,10 +65,21 @@ impl<'py> ByteSource<'py> {
 
     /// Whether other Python threads may change the bytes while the interpreter is released
     /// (a `bytearray`, a writable `memoryview`).
-    pub(crate) fn writable(&self) -> bool {
+    fn writable(&self) -> bool {
         match self {
             Self::Bytes(_) => false,
             Self::Buffer(buffer) => !buffer.readonly(),
+        }
+    }
+
+    /// The size to give [`maybe_detach`] for work over these bytes: their length, or zero for
+    /// a buffer other threads may write, which is read with the interpreter held (a write
+    /// meanwhile would be a data race on the slice the core reads).
+    pub(crate) fn detach_size(&self) -> usize {
+        if self.writable() {
+            0
+        } else {
+            self.as_slice().len()
         }
     }
 
@@ -146,7 +157,7 @@ pub(crate) fn parse_encoding(name: &str) -> PyResult<Encoding> {
 fn validate_text(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
     let source = ByteSource::new(data, "validate_text")?;
     let bytes = source.as_slice();
-    maybe_detach(py, bytes.len(), || text::validate(bytes)).map_err(|e| text_error(&e))
+    maybe_detach(py, source.detach_size(), || text::validate(bytes)).map_err(|e| text_error(&e))
 }
 
 /// Decodes with `CPython`'s own UTF-8 decoder (the same code as `bytes.decode()`), after a
@@ -159,7 +170,7 @@ fn check_text<'py>(py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<
     let bytes = source.as_slice();
     // The NUL scan and the decode must see the same bytes: a buffer another thread may write
     // is scanned with the interpreter held (the str would otherwise hold a NUL put in between).
-    let size = if source.writable() { 0 } else { bytes.len() };
+    let size = source.detach_size();
     let has_nul = maybe_detach(py, size, || text::has_nul(bytes));
     if !has_nul {
         if let Ok(decoded) = decode_utf8(py, bytes) {
@@ -190,7 +201,7 @@ fn decode_utf8<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyStri
 fn count_newlines(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<usize> {
     let source = ByteSource::new(data, "count_newlines")?;
     let bytes = source.as_slice();
-    Ok(maybe_detach(py, bytes.len(), || {
+    Ok(maybe_detach(py, source.detach_size(), || {
         text::count_newlines(bytes)
     }))
 }
@@ -238,6 +249,15 @@ impl<'py> TextSource<'py> {
         }
     }
 
+    /// The size to give [`maybe_detach`] for work over `view` (this source's text): zero for
+    /// a buffer other threads may write ([`ByteSource::detach_size`]; a `str` never changes).
+    fn detach_size(&self, view: &Text<'_>) -> usize {
+        match self {
+            Self::Str(_) => view.size(),
+            Self::Bytes(bytes) => bytes.detach_size(),
+        }
+    }
+
     /// The error for text with no UTF-8 form: `CPython`'s own `UnicodeEncodeError`.
     fn no_utf8(&self) -> PyErr {
         match self {
@@ -259,7 +279,7 @@ fn estimate_tokens(
     let encoding = parse_encoding(encoding)?;
     let source = TextSource::new(text, "estimate_tokens")?;
     let view = source.text()?;
-    maybe_detach(py, view.size(), || {
+    maybe_detach(py, source.detach_size(&view), || {
         if parallel {
             batch::estimate_parallel(&view, encoding)
         } else {
@@ -302,7 +322,15 @@ fn estimate_batch<'py>(
         .iter()
         .map(TextSource::text)
         .collect::<PyResult<Vec<Text<'_>>>>()?;
-    let total: usize = views.iter().map(Text::size).sum();
+    // Released only when no item is a buffer other threads may write.
+    let sizes = sources
+        .iter()
+        .zip(&views)
+        .map(|(s, v)| (s.detach_size(v), v.size()));
+    let total = sizes
+        .map(|(detach, size)| (detach == size).then_some(size))
+        .sum::<Option<usize>>()
+        .unwrap_or(0);
     let counts = maybe_detach(py, total, || batch::estimate_batch(&views, encoding)).map_err(
         |(index, _)| {
             // CPython's own error, which names a position in the item: say which item.

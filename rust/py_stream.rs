@@ -46,8 +46,7 @@ impl TextStream {
         let inner = self.inner.as_mut().ok_or_else(finished)?;
         let bytes = source.as_slice();
         // A buffer other threads may write is read with the interpreter held.
-        let size = if source.writable() { 0 } else { bytes.len() };
-        maybe_detach(py, size, || inner.feed(bytes)).map_err(|e| text_error(&e))
+        maybe_detach(py, source.detach_size(), || inner.feed(bytes)).map_err(|e| text_error(&e))
     }
 
     /// `(bytes, tokens per encoding, bytes of an unfinished UTF-8 character at the end)`, and

@@ -1,5 +1,5 @@
 """The Rust core at the edges of its input: texts that end against unmapped memory, digit runs
-longer than 4 GiB, a TextStream used from two threads.
+longer than 4 GiB, a TextStream used from two threads, buffers other threads may write.
 
 Each risky case runs in a subprocess, so that a crash (a read past a buffer's end, a Rust panic
 turned into an abort) fails its test instead of the whole run.
@@ -10,6 +10,9 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import threading
+import time
+from collections.abc import Callable
 
 import pytest
 
@@ -183,3 +186,62 @@ def test_a_text_stream_after_finish_raises() -> None:
         stream.finish()
     with pytest.raises(RuntimeError, match="finished"):
         stream.feed(b"more")
+
+
+def _ticks_mid_call(call: Callable[[], object]) -> tuple[int, int]:
+    """Runs `call` while another thread counts loop turns; the turns it made in the middle half
+    of the call, and all the turns it made before the call (that it ran at all)."""
+    ticks: list[float] = []
+    stop = threading.Event()
+
+    def tick() -> None:
+        while not stop.is_set():
+            ticks.append(time.perf_counter())
+
+    ticker = threading.Thread(target=tick)
+    interval = sys.getswitchinterval()
+    # The ticker holds the interpreter at most this long when the call begins.
+    sys.setswitchinterval(0.0001)
+    ticker.start()
+    try:
+        time.sleep(0.02)
+        start = time.perf_counter()
+        call()
+        end = time.perf_counter()
+    finally:
+        stop.set()
+        ticker.join()
+        sys.setswitchinterval(interval)
+    quarter = (end - start) / 4
+    middle = sum(start + quarter <= t <= end - quarter for t in ticks)
+    return middle, sum(t < start for t in ticks)
+
+
+_CALLS: dict[str, Callable[[object], object]] = {
+    "estimate_tokens": lambda data: ctxbudget.estimate_tokens(data),  # type: ignore[arg-type]
+    "estimate_tokens parallel": lambda data: ctxbudget.estimate_tokens(
+        data,  # type: ignore[arg-type]
+        parallel=True,
+    ),
+    "estimate_batch": lambda data: ctxbudget.estimate_batch([b"x", data]),  # type: ignore[list-item]
+    "validate_text": lambda data: ctxbudget.validate_text(data),  # type: ignore[arg-type]
+    "count_newlines": lambda data: ctxbudget._core.count_newlines(data),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_CALLS))
+def test_a_buffer_other_threads_may_write_is_read_with_the_interpreter_held(name: str) -> None:
+    """The core reads a bytearray (or a writable memoryview) as a plain slice: with the
+    interpreter released, another thread could write it meanwhile (a data race, a count of
+    bytes that were never there at once). Such buffers are read with it held; bytes, which
+    cannot change, still let other threads run."""
+    call = _CALLS[name]
+    size = 64 * 1024 * 1024 if name in ("validate_text", "count_newlines") else 16 * 1024 * 1024
+    text = b"".join(b"word%d, " % i for i in range(size // 10))
+    call(b"warm up")  # the first estimate_batch imports numpy's C API, running Python code
+    for data in (bytearray(text), memoryview(bytearray(text))):
+        middle, before = _ticks_mid_call(lambda data=data: call(data))
+        assert before > 0 and middle == 0, (type(data).__name__, middle)
+    # The check itself sees a released interpreter: with bytes the other thread goes on.
+    middle, _ = _ticks_mid_call(lambda: call(text))
+    assert middle > 0

@@ -37,7 +37,8 @@ def check_text(data: BytesLike) -> str:
 def validate_text(data: BytesLike) -> None:
     """Check that bytes are UTF-8 text without building a ``str``.
 
-    Same rules and errors as :func:`check_text`; runs at memory speed.
+    Same rules and errors as :func:`check_text`; runs at memory speed (a large ``bytes`` with
+    the interpreter released, a ``bytearray`` or writable ``memoryview`` with it held).
 
     >>> validate_text(b"plain text")
     """
