@@ -520,7 +520,7 @@ fn vocab_of(index: usize) -> Vocab<'static> {
     };
     Vocab {
         filter: Filter(part(profiles::VOCAB_FILTERS, vocab::FILTER_BYTES)),
-        prefixes: PrefixFilter(part(profiles::PREFIX_FILTERS, vocab::PREFIX_FILTER_BYTES)),
+        prefixes: PrefixFilter(part(profiles::PREFIX_FILTERS, vocab::PREFIX_BYTES)),
         chars: CharCosts(part(alone, vocab::CHAR_COST_BYTES)),
         spaced: CharCosts(part(after_space, vocab::CHAR_COST_BYTES)),
     }
