@@ -42,8 +42,8 @@ fn push_calls<'py>(
 /// What the Python fast path would count in message `m`, its strings pushed to `strings`; or
 /// `Err(())` when it is not a plain Chat Completions dict (the Python path then takes it).
 /// Each field is read once: the strings counted are those of [`Fields::refs`], `(content,
-/// tool_calls, reasoning_content, role, name, function_call, tool_call_id)`, every field the
-/// count depends on.
+/// tool_calls, reasoning_content, role, name, function_call, tool_call_id, refusal)`, every
+/// field the count depends on.
 pub(crate) fn fields_of<'py>(
     m: &Bound<'py, PyAny>,
     strings: &mut Vec<Bound<'py, PyString>>,
@@ -60,9 +60,10 @@ pub(crate) fn fields_of<'py>(
             intern!(py, "name"),
             intern!(py, "function_call"),
             intern!(py, "tool_call_id"),
+            intern!(py, "refusal"),
         ],
     )?;
-    let [content, calls, reasoning, role, name, legacy, call_id] = &read;
+    let [content, calls, reasoning, role, name, legacy, call_id, refusal] = &read;
     let role = as_exact_str(role)?;
     let role = role.to_str().map_err(|_| ())?;
     if !ROLES.contains(&role) || !legacy.is_none() {
@@ -74,6 +75,9 @@ pub(crate) fn fields_of<'py>(
     let (mut args, mut calls_made) = (0, 0);
     if role == "assistant" {
         texts += push_text(reasoning, strings)?;
+        // An assistant's refusal (`ChatCompletionMessage.refusal`, sent back as it came) is
+        // text the model reads.
+        texts += push_text(refusal, strings)?;
         let before = strings.len();
         calls_made = push_calls(calls, strings)?;
         args = strings.len() - before;

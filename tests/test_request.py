@@ -115,6 +115,39 @@ def test_reasoning_content_sent_back_is_counted() -> None:
     assert estimate_request(msgs, model="deepseek-reasoner").conversation > 100
 
 
+@pytest.mark.parametrize(
+    "shape",
+    [
+        {},  # a plain dict: read in the core
+        {"content": [{"type": "text", "text": "Partly:"}]},  # content parts: read in Python
+        {"audio": None},  # a field the fast paths do not read: read in Python too
+    ],
+)
+def test_an_assistant_refusal_sent_back_is_counted(shape: dict[str, Any]) -> None:
+    """``ChatCompletionMessage.refusal`` goes back to the model with the history; without it
+    the message counted as empty."""
+    refusal = "I'm sorry, but I can't help with that request. " * 10
+    with_refusal = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": None}]
+    with_refusal[1].update(shape, refusal=refusal)
+    without = [dict(m) for m in with_refusal]
+    del without[1]["refusal"]
+    added = estimate_tokens(refusal)
+    for estimate in (
+        lambda msgs: estimate_request(msgs, model="gpt-4o").total,
+        lambda msgs: RequestEstimator(model="gpt-4o").estimate(msgs).total,
+    ):
+        # Text, weighed by the profile as every message's text is.
+        assert 0.9 * added <= estimate(with_refusal) - estimate(without) <= 1.1 * added
+    # Edited in place, it is counted again.
+    tracker = RequestEstimator(model="gpt-4o")
+    before = tracker.estimate(with_refusal).total
+    with_refusal[1]["refusal"] = refusal * 2
+    assert tracker.estimate(with_refusal).total - before >= 0.9 * added
+    # A non-string refusal is left to the reader, which keeps it as a field of its own.
+    odd = [{"role": "assistant", "content": "ok", "refusal": 5}]
+    assert estimate_request(odd, model="gpt-4o").total >= 1
+
+
 # --------------------------------------------------------------------------- media
 
 

@@ -317,7 +317,7 @@ _CHAT_KNOWN_PART = frozenset({"text", "refusal"})
 _FAST_KEYS: dict[str, tuple[str, ...]] = {
     "openai_chat": (
         "content", "tool_calls", "reasoning_content", "role", "name", "function_call",
-        "tool_call_id",
+        "tool_call_id", "refusal",
     ),
     "openai_responses": (
         "content", "arguments", "output", "summary", "type", "role", "name", "call_id",
@@ -374,6 +374,11 @@ def _count_chat_fast(m: Any, index: int, count: Counter, rule: str) -> _Counted 
                     "expected a string", index, "reasoning_content", "openai_chat"
                 )
             text += count(reasoning)
+        refusal = m.get("refusal")  # an assistant's refusal, sent back as it came
+        if refusal is not None:
+            if type(refusal) is not str:
+                return None  # the reader says what it is
+            text += count(refusal) if refusal else 0
         tool_calls = m.get("tool_calls")
         if tool_calls:
             if type(tool_calls) is not list:
@@ -437,7 +442,11 @@ def _count_message(message: Message, count: Counter, rule: str) -> _Counted:
     text, args, calls, attach, exact = _count_parts(message.parts, count, rule)
     if message.name:  # a participant name is sent as text (and framed: ``per_name``)
         text += count(message.name)
-    legacy = message.extra.get("function_call") if message.provider == "openai_chat" else None
+    chat = message.provider == "openai_chat"
+    refusal = message.extra.get("refusal") if chat and message.role == "assistant" else None
+    if isinstance(refusal, str) and refusal:  # an assistant's refusal, sent back as it came
+        text += count(refusal)
+    legacy = message.extra.get("function_call") if chat else None
     if isinstance(legacy, Mapping):  # the call field before tool_calls
         calls += 1
         for key in ("arguments", "name"):
@@ -510,7 +519,7 @@ class RequestEstimator:
 
     Re-estimating after messages were appended counts only the new ones. A message counts as
     unchanged when it is the same object as before **and** its content fields are the same
-    objects (``content``, ``tool_calls``, ``reasoning_content`` for Chat Completions;
+    objects (``content``, ``tool_calls``, ``reasoning_content``, ``refusal`` for Chat Completions;
     ``content``/``arguments``/``output``/``summary`` for Responses; ``content`` for
     Anthropic; ``parts`` for Gemini). So replacing ``message["content"]`` with a new string
     or list is noticed. Mutating a nested list or dict in place (``message["content"].append
