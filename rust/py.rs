@@ -2,9 +2,10 @@
 
 use pyo3::buffer::PyUntypedBuffer;
 use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::string::PyStringData;
-use pyo3::types::{PyBytes, PyList, PyString};
+use pyo3::types::{PyBytes, PyList, PyMemoryView, PyString};
 
 use crate::batch;
 use crate::estimate::Encoding;
@@ -21,7 +22,8 @@ const DETACH_THRESHOLD: usize = 64 * 1024;
 /// Borrowed bytes of a `bytes`, `bytearray` or `memoryview` (any C-contiguous buffer).
 pub(crate) enum ByteSource<'py> {
     Bytes(Bound<'py, PyBytes>),
-    Buffer(PyUntypedBuffer),
+    /// A buffer, and whether its bytes cannot change (a `memoryview` of `bytes`).
+    Buffer(PyUntypedBuffer, bool),
 }
 
 impl<'py> ByteSource<'py> {
@@ -60,15 +62,23 @@ impl<'py> ByteSource<'py> {
                 type_name(obj)
             )));
         }
-        Ok(Self::Buffer(buffer))
+        // Only bytes are sure not to change: a read-only flag is the view's, not the memory's
+        // (`memoryview(bytearray).toreadonly()`, a read-only numpy view of a writable array).
+        let immutable = obj
+            .cast::<PyMemoryView>()
+            .ok()
+            .and_then(|view| view.getattr(intern!(obj.py(), "obj")).ok())
+            .is_some_and(|base| base.is_instance_of::<PyBytes>());
+        Ok(Self::Buffer(buffer, immutable))
     }
 
-    /// Whether other Python threads may change the bytes while the interpreter is released
-    /// (a `bytearray`, a writable `memoryview`).
+    /// Whether other Python threads may change the bytes while the interpreter is released:
+    /// anything but `bytes` and a `memoryview` of `bytes` (a `bytearray`, any view of one,
+    /// read-only or not, an `array`, a numpy array, an `mmap`).
     fn writable(&self) -> bool {
         match self {
             Self::Bytes(_) => false,
-            Self::Buffer(buffer) => !buffer.readonly(),
+            Self::Buffer(_, immutable) => !immutable,
         }
     }
 
@@ -86,7 +96,7 @@ impl<'py> ByteSource<'py> {
     pub(crate) fn as_slice(&self) -> &[u8] {
         match self {
             Self::Bytes(bytes) => bytes.as_bytes(),
-            Self::Buffer(buffer) => {
+            Self::Buffer(buffer, _) => {
                 let len = buffer.len_bytes();
                 if len == 0 {
                     return &[];

@@ -14,7 +14,7 @@ def check_text(data: BytesLike) -> str:
     Args:
         data: ``bytes``, ``bytearray`` or ``memoryview`` (C-contiguous). A large ``bytes`` is
             scanned with the interpreter released; a buffer other threads could write while
-            it is read (a ``bytearray``, a writable ``memoryview``) with it held.
+            it is read (anything but ``bytes`` and a ``memoryview`` of ``bytes``) with it held.
 
     Returns:
         The decoded text.
@@ -38,7 +38,7 @@ def validate_text(data: BytesLike) -> None:
     """Check that bytes are UTF-8 text without building a ``str``.
 
     Same rules and errors as :func:`check_text`; runs at memory speed (a large ``bytes`` with
-    the interpreter released, a ``bytearray`` or writable ``memoryview`` with it held).
+    the interpreter released, a buffer other threads could write with it held).
 
     >>> validate_text(b"plain text")
     """

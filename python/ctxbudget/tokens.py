@@ -32,8 +32,9 @@ def estimate_tokens(
     One pass over the text emulates the tokenizer's pre-tokenization and turns each piece
     into a token estimate with tables fitted against the real tokenizers. A ``str`` is read in
     its own storage (no UTF-8 copy is made). Large inputs are processed with the interpreter
-    released, but for a ``bytearray`` or writable ``memoryview``, which other threads could
-    write meanwhile: those are read with it held.
+    released, but for a buffer other threads could write meanwhile (anything but ``bytes``
+    and a ``memoryview`` of ``bytes``: a ``bytearray``, any view of one, read-only or not),
+    which is read with it held.
 
     Args:
         text: A ``str`` or UTF-8 ``bytes``/``bytearray``/``memoryview``. Invalid UTF-8 in
@@ -68,7 +69,7 @@ def estimate_batch(
     """Estimate many texts at once: the same counts as :func:`estimate_tokens`, in order.
 
     Large batches are spread over all cores, with the interpreter released unless an item is
-    a ``bytearray`` or writable ``memoryview`` (other threads could write it meanwhile).
+    a buffer other threads could write meanwhile (see :func:`estimate_tokens`).
 
     Args:
         texts: ``str`` or UTF-8 bytes-like items (mixed is fine).
