@@ -295,7 +295,11 @@ impl CharCosts<'_> {
             }
             _ => return None,
         };
-        if self.0.len() != CHAR_COST_BYTES || cp >= CHAR_COST_CODE_POINTS {
+        // Overlong forms and surrogates are no characters: the filter answers for them.
+        let valid = (0x800..CHAR_COST_CODE_POINTS).contains(&cp)
+            && !(0xD800..=0xDFFF).contains(&cp)
+            && (ch.len() == 3) == (cp < 0x1_0000);
+        if self.0.len() != CHAR_COST_BYTES || !valid {
             return None;
         }
         self.0
@@ -436,6 +440,14 @@ mod tests {
         assert_eq!(m.vocab.chars.whole_char("é".as_bytes()), None);
         assert_eq!(m.vocab.chars.whole_char(b"abc"), None);
         assert_eq!(m.vocab.chars.whole_char(&[0xE4, 0x41, 0x80]), None);
+        // Overlong forms (of U+0000, of U+FFFF) and a surrogate are no characters.
+        for bad in [
+            &[0xE0, 0x80, 0x80][..],
+            &[0xF0, 0x8F, 0xBF, 0xBF],
+            &[0xED, 0xA0, 0x80],
+        ] {
+            assert_eq!(m.vocab.chars.whole_char(bad), None, "{bad:?}");
+        }
         assert_eq!(m.vocab.chars.whole_char("\u{20000}".as_bytes()), None);
     }
 
