@@ -116,14 +116,14 @@ def test_reasoning_content_sent_back_is_counted() -> None:
 
 
 @pytest.mark.parametrize(
-    "shape",
+    ("shape", "counter"),
     [
-        {},  # a plain dict: read in the core
-        {"content": [{"type": "text", "text": "Partly:"}]},  # content parts: read in Python
-        {"audio": None},  # a field the fast paths do not read: read in Python too
+        ({}, None),  # a plain dict: read in the core
+        ({}, estimate_tokens),  # with a caller's counter: the Python fast path
+        ({"content": [{"type": "text", "text": "Partly:"}]}, None),  # content parts: the reader
     ],
 )
-def test_an_assistant_refusal_sent_back_is_counted(shape: dict[str, Any]) -> None:
+def test_an_assistant_refusal_sent_back_is_counted(shape: dict[str, Any], counter: Any) -> None:
     """``ChatCompletionMessage.refusal`` goes back to the model with the history; without it
     the message counted as empty."""
     refusal = "I'm sorry, but I can't help with that request. " * 10
@@ -133,19 +133,20 @@ def test_an_assistant_refusal_sent_back_is_counted(shape: dict[str, Any]) -> Non
     del without[1]["refusal"]
     added = estimate_tokens(refusal)
     for estimate in (
-        lambda msgs: estimate_request(msgs, model="gpt-4o").total,
-        lambda msgs: RequestEstimator(model="gpt-4o").estimate(msgs).total,
+        lambda msgs: estimate_request(msgs, model="gpt-4o", counter=counter).total,
+        lambda msgs: RequestEstimator(model="gpt-4o", counter=counter).estimate(msgs).total,
     ):
         # Text, weighed by the profile as every message's text is.
         assert 0.9 * added <= estimate(with_refusal) - estimate(without) <= 1.1 * added
     # Edited in place, it is counted again.
-    tracker = RequestEstimator(model="gpt-4o")
+    tracker = RequestEstimator(model="gpt-4o", counter=counter)
     before = tracker.estimate(with_refusal).total
     with_refusal[1]["refusal"] = refusal * 2
     assert tracker.estimate(with_refusal).total - before >= 0.9 * added
-    # A non-string refusal is left to the reader, which keeps it as a field of its own.
-    odd = [{"role": "assistant", "content": "ok", "refusal": 5}]
-    assert estimate_request(odd, model="gpt-4o").total >= 1
+    # A refusal that is not a string is refused, as a non-string reasoning_content is.
+    odd = [dict(with_refusal[1], refusal=["I can't. " * 100])]
+    with pytest.raises(MessageFormatError, match="refusal"):
+        estimate_request(odd, model="gpt-4o", counter=counter)
 
 
 # --------------------------------------------------------------------------- media

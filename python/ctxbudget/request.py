@@ -376,8 +376,8 @@ def _count_chat_fast(m: Any, index: int, count: Counter, rule: str) -> _Counted 
             text += count(reasoning)
         refusal = m.get("refusal")  # an assistant's refusal, sent back as it came
         if refusal is not None:
-            if type(refusal) is not str:
-                return None  # the reader says what it is
+            if not isinstance(refusal, str):
+                raise MessageFormatError("expected a string", index, "refusal", "openai_chat")
             text += count(refusal) if refusal else 0
         tool_calls = m.get("tool_calls")
         if tool_calls:

@@ -131,6 +131,9 @@ def _read_chat(message: object, index: int) -> Message:
             if not isinstance(reasoning, str):
                 raise r.fail("reasoning_content", "expected a string")
             extra_parts.append(Part("reasoning", text=reasoning, provider="openai_chat"))
+        refusal = m.get("refusal")  # kept among the message's own fields, counted as text
+        if refusal is not None and not isinstance(refusal, str):
+            raise r.fail("refusal", "expected a string")
         calls = m.get("tool_calls")
         if calls is not None:
             for j, raw_call in enumerate(r.list_(calls, "tool_calls")):
