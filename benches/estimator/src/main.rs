@@ -87,21 +87,23 @@ fn model(name: &str) -> (estimate::Model, u32) {
     (estimate::model(enc).expect("a fitted encoding"), group)
 }
 
+/// The vocabulary entries of `tokens` that the encoding's scanner emits as one piece (and
+/// looks up), with their hashes: what its filters are built from.
+fn single_pieces<'t>(m: &estimate::Model, tokens: &'t [Vec<u8>]) -> Vec<(&'t [u8], u64)> {
+    tokens
+        .iter()
+        .filter(|t| std::str::from_utf8(t).is_ok())
+        .filter_map(|t| match scan::pieces(t, m.dialect).as_slice() {
+            [p] => estimate::piece_hash(p, t).map(|h| (t.as_slice(), h)),
+            _ => None,
+        })
+        .collect()
+}
+
 fn filter(name: &str, path: &str) {
     let (m, _) = model(name);
     let tokens = read_docs(path);
-    let mut hashes = Vec::new();
-    for t in &tokens {
-        if std::str::from_utf8(t).is_err() {
-            continue;
-        }
-        let ps = scan::pieces(t, m.dialect);
-        if let [p] = ps.as_slice() {
-            if let Some(h) = estimate::piece_hash(p, t) {
-                hashes.push(h);
-            }
-        }
-    }
+    let hashes: Vec<u64> = single_pieces(&m, &tokens).iter().map(|&(_, h)| h).collect();
     eprintln!(
         "{name}: {} of {} vocabulary entries are single pieces",
         hashes.len(),
@@ -118,15 +120,7 @@ fn prefixes(name: &str, path: &str) {
     let (m, _) = model(name);
     let tokens = read_docs(path);
     let mut hashes = Vec::new();
-    for t in &tokens {
-        if std::str::from_utf8(t).is_err() {
-            continue;
-        }
-        let ps = scan::pieces(t, m.dialect);
-        let [p] = ps.as_slice() else { continue };
-        if estimate::piece_hash(p, t).is_none() {
-            continue;
-        }
+    for (t, _) in single_pieces(&m, &tokens) {
         for cut in 1..t.len() {
             if t[cut] & 0xC0 != 0x80 {
                 hashes.push(vocab::hash(&t[..cut]));
