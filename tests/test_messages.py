@@ -26,6 +26,7 @@ from ctxbudget.messages import (
     to_langchain,
     validate_messages,
 )
+from ctxbudget.request import RequestEstimator
 
 
 def png(width: int, height: int) -> bytes:
@@ -231,6 +232,35 @@ def test_detect_instructions_rule_out_anthropic_and_gemini() -> None:
     assert detect_format(chat, default="openai_responses") == "openai_responses"
     plain = [{"role": "user", "content": "hi"}]
     assert detect_format(plain, default="gemini") == "openai_chat"  # a dict without parts
+
+
+@pytest.mark.parametrize(
+    "assistant",
+    [
+        {"role": "assistant", "content": None, "refusal": "I can't help with that."},
+        {"role": "assistant", "content": "Done.", "reasoning_content": "First, ..."},
+        {"role": "assistant", "content": "Done.", "refusal": None},  # an SDK message's dump
+    ],
+    ids=["refusal", "reasoning_content", "refusal-none"],
+)
+def test_detect_chat_only_assistant_fields_decide(assistant: dict[str, Any]) -> None:
+    # OpenAI-format histories go to Claude and Gemini models through OpenAI-compatible
+    # endpoints: the default for a Claude model must not read these as Anthropic (a refusal
+    # dropped, or "expected a list" for content None).
+    msgs = [{"role": "user", "content": "hi"}, assistant]
+    for default in ("anthropic", "gemini", "openai_chat"):
+        assert detect_format(msgs, default=default) == "openai_chat"
+    est = estimate_request(msgs, model="claude-sonnet-4-5")
+    assert est.format == "openai_chat"
+    # Growing the list turn by turn, an edit in place that adds such a field is noticed (one
+    # that adds it as None looks, field by field, like no field at all).
+    if assistant.get("refusal", "") is None:
+        return
+    seen = RequestEstimator(model="claude-sonnet-4-5")
+    plain = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "Done."}]
+    assert seen.estimate(plain).format == "anthropic"
+    plain[1].update(assistant)
+    assert seen.estimate(plain).format == "openai_chat"
 
 
 CALL = {

@@ -47,6 +47,11 @@ _DICT_FITS = frozenset({_CHAT, _RESP, _ANTH})
 _INSTRUCTION_FITS = frozenset({_CHAT, _RESP})
 
 
+#: Message fields only Chat Completions has: tool calls and results, an assistant's refusal
+#: (``ChatCompletionMessage.refusal``, ``None`` in every dump of one), reasoning sent back.
+_CHAT_KEYS = ("tool_calls", "tool_call_id", "refusal", "reasoning_content")
+
+
 def message_fits(message: object) -> frozenset[MessageFormat]:
     """The formats that could hold ``message`` (all of them for what is not a message)."""
     if _is_genai_object(message):
@@ -60,7 +65,7 @@ def message_fits(message: object) -> frozenset[MessageFormat]:
     kind = message.get("type")
     if isinstance(kind, str) and kind in _RESP_ITEM_TYPES:
         return frozenset({_RESP})
-    if role in ("tool", "function") or "tool_calls" in message or "tool_call_id" in message:
+    if role in ("tool", "function") or any(key in message for key in _CHAT_KEYS):
         return frozenset({_CHAT})
     fits = _INSTRUCTION_FITS if role in ("system", "developer") else _DICT_FITS
     content = message.get("content")
@@ -89,7 +94,7 @@ def fitting_formats(
 
 
 #: The fields :func:`message_fits` reads.
-_DETECT_KEYS = ("role", "type", "content", "parts", "tool_calls", "tool_call_id")
+_DETECT_KEYS = ("role", "type", "content", "parts", *_CHAT_KEYS)
 
 
 class SeenFits:
