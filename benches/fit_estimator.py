@@ -312,38 +312,41 @@ def fit(check: bool) -> int:
     original_filters = tuple(f.read_bytes() if f.exists() else None for f in (FILTERS, PREFIXES))
     original_costs = CHAR_COSTS.read_bytes() if CHAR_COSTS.exists() else None
     costs = char_costs()  # before anything is overwritten: it needs every oracle
-    FILTERS.write_bytes(b"")
-    PREFIXES.write_bytes(b"")
-    CHAR_COSTS.write_bytes(costs)
-    PROFILES.write_text(
-        render({}, None, ["Provisional tables (fit in progress)."], rare).replace(
-            "//! Token-estimator tables, generated",
-            "//! Provisional token-estimator tables, generated",
-            1,
-        )
-    )
+    fitted = False
     try:
+        FILTERS.write_bytes(b"")
+        PREFIXES.write_bytes(b"")
+        CHAR_COSTS.write_bytes(costs)
+        PROFILES.write_text(
+            render({}, None, ["Provisional tables (fit in progress)."], rare).replace(
+                "//! Token-estimator tables, generated",
+                "//! Provisional token-estimator tables, generated",
+                1,
+            )
+        )
         status = _fit(docs, fit_docs, rare, check, original, original_filters)
+        fitted = True
         if check:
             same = original_costs == costs
             print(f"rust/char_costs.bin {'is up to date' if same else 'differs'}", file=sys.stderr)
             status = status or (0 if same else 1)
         return status
     finally:
-        if check or not PROFILES.read_text().startswith("//! Token-estimator tables, generated"):
-            if original is None:
-                PROFILES.unlink()
-            else:
-                PROFILES.write_text(original)
-            for path, bytes_ in zip((FILTERS, PREFIXES), original_filters, strict=True):
-                if bytes_ is None:
-                    path.unlink()
+        # Everything back as it was after a check, and after a fit that failed or did not
+        # write its tables (they are written last).
+        finished = PROFILES.exists() and PROFILES.read_text().startswith(
+            "//! Token-estimator tables, generated"
+        )
+        if check or not (fitted and finished):
+            originals = [(PROFILES, original), (CHAR_COSTS, original_costs)]
+            originals += zip((FILTERS, PREFIXES), original_filters, strict=True)
+            for path, before in originals:
+                if before is None:
+                    path.unlink(missing_ok=True)
+                elif isinstance(before, str):
+                    path.write_text(before)
                 else:
-                    path.write_bytes(bytes_)
-            if original_costs is None:
-                CHAR_COSTS.unlink()
-            else:
-                CHAR_COSTS.write_bytes(original_costs)
+                    path.write_bytes(before)
 
 
 def char_costs() -> bytes:
