@@ -240,8 +240,10 @@ def test_detect_instructions_rule_out_anthropic_and_gemini() -> None:
         {"role": "assistant", "content": None, "refusal": "I can't help with that."},
         {"role": "assistant", "content": "Done.", "reasoning_content": "First, ..."},
         {"role": "assistant", "content": "Done.", "refusal": None},  # an SDK message's dump
+        {"role": "assistant", "content": None, "function_call": {"name": "f", "arguments": "{}"}},
+        {"role": "assistant", "content": None, "audio": {"id": "audio_abc"}},
     ],
-    ids=["refusal", "reasoning_content", "refusal-none"],
+    ids=["refusal", "reasoning_content", "refusal-none", "function_call", "audio"],
 )
 def test_detect_chat_only_assistant_fields_decide(assistant: dict[str, Any]) -> None:
     # OpenAI-format histories go to Claude and Gemini models through OpenAI-compatible
@@ -256,11 +258,22 @@ def test_detect_chat_only_assistant_fields_decide(assistant: dict[str, Any]) -> 
     # that adds it as None looks, field by field, like no field at all).
     if assistant.get("refusal", "") is None:
         return
+    if assistant["content"] is None:
+        assistant = {**assistant, "content": "Done."}  # readable as Anthropic before the edit
     seen = RequestEstimator(model="claude-sonnet-4-5")
     plain = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "Done."}]
     assert seen.estimate(plain).format == "anthropic"
     plain[1].update(assistant)
     assert seen.estimate(plain).format == "openai_chat"
+
+
+def test_the_fields_that_tell_a_format_fit_the_cores_fast_check() -> None:
+    """Detection re-reads a seen message only when one of these fields changed; the core keeps
+    each message's references for at most ten fields and compares every field of every
+    message on every turn beyond that."""
+    from ctxbudget.formats.detect import _DETECT_KEYS
+
+    assert len(_DETECT_KEYS) <= 10
 
 
 CALL = {

@@ -48,8 +48,11 @@ _INSTRUCTION_FITS = frozenset({_CHAT, _RESP})
 
 
 #: Message fields only Chat Completions has: tool calls and results, an assistant's refusal
-#: (``ChatCompletionMessage.refusal``, ``None`` in every dump of one), reasoning sent back.
-_CHAT_KEYS = ("tool_calls", "tool_call_id", "refusal", "reasoning_content")
+#: (``ChatCompletionMessage.refusal``, ``None`` in every dump of one), reasoning sent back, a
+#: legacy ``function_call``, a reference to an earlier audio reply.
+_CHAT_KEYS = (
+    "tool_calls", "tool_call_id", "refusal", "reasoning_content", "function_call", "audio",
+)  # fmt: skip
 
 
 def message_fits(message: object) -> frozenset[MessageFormat]:
@@ -102,7 +105,7 @@ class SeenFits:
     pruner, a guard): when a list extends the one seen last, only the new messages are read.
 
     A message counts as seen when it is the same dict (or an equal one) and the fields that
-    tell a format (role, type, content, parts, tool calls) are the same objects: a field
+    tell a format (:data:`_DETECT_KEYS`) are the same objects: a field
     replaced in place (``message["content"] = [...]``, ``message["role"] = "system"``) is
     read again. Lists with messages that are not dicts are compared as lists.
     """
