@@ -267,6 +267,44 @@ def test_detect_chat_only_assistant_fields_decide(assistant: dict[str, Any]) -> 
     assert seen.estimate(plain).format == "openai_chat"
 
 
+def test_an_anthropic_response_put_back_whole_is_anthropic() -> None:
+    """``messages.append(response)`` (or its ``model_dump()``): its ``type: "message"`` is
+    also a Responses message item's; its ``stop_reason``, ``usage`` and ``model`` are not."""
+    types = pytest.importorskip("anthropic.types")
+    response = types.Message(
+        id="msg_1",
+        type="message",
+        role="assistant",
+        content=[
+            types.TextBlock(type="text", text="Checking."),
+            types.ToolUseBlock(type="tool_use", id="toolu_1", name="f", input={"a": 1}),
+        ],
+        model="claude-sonnet-4-5",
+        stop_reason="tool_use",
+        stop_sequence=None,
+        usage=types.Usage(input_tokens=10, output_tokens=5),
+    )
+    result = {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}],
+    }
+    plain = {"role": "assistant", "content": response.model_dump()["content"]}
+    want = estimate_request(
+        [{"role": "user", "content": "hi"}, plain, result], model="claude-sonnet-4-5"
+    )
+    for whole in (response, response.model_dump()):
+        msgs = [{"role": "user", "content": "hi"}, whole, result]
+        assert detect_format(msgs) == "anthropic"
+        assert estimate_request(msgs, model="claude-sonnet-4-5").total == want.total
+    # A Responses message item keeps its format.
+    item = {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": "x"}],
+    }
+    assert detect_format([item]) == "openai_responses"
+
+
 def test_the_fields_that_tell_a_format_fit_the_cores_fast_check() -> None:
     """Detection re-reads a seen message only when one of these fields changed; the core keeps
     each message's references for at most ten fields and compares every field of every

@@ -55,6 +55,12 @@ _CHAT_KEYS = (
 )  # fmt: skip
 
 
+#: Fields of an Anthropic ``Message`` (the response, ``type: "message"`` as a Responses message
+#: item has it) that no Responses item has. Not among the fields whose edits are noticed: a
+#: response's fields are not edited in place.
+_ANTHROPIC_MESSAGE_KEYS = ("stop_reason", "usage", "model")
+
+
 def message_fits(message: object) -> frozenset[MessageFormat]:
     """The formats that could hold ``message`` (all of them for what is not a message)."""
     if _is_genai_object(message):
@@ -67,6 +73,8 @@ def message_fits(message: object) -> frozenset[MessageFormat]:
         return frozenset({_GEM})
     kind = message.get("type")
     if isinstance(kind, str) and kind in _RESP_ITEM_TYPES:
+        if kind == "message" and any(key in message for key in _ANTHROPIC_MESSAGE_KEYS):
+            return frozenset({_ANTH})  # an Anthropic ``Message`` put back whole (or its dump)
         return frozenset({_RESP})
     if role in ("tool", "function") or any(key in message for key in _CHAT_KEYS):
         return frozenset({_CHAT})
