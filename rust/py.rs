@@ -205,14 +205,15 @@ fn decode_utf8<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyStri
     }
 }
 
-/// `data.count(b"\n")`, without `bytes.count`'s restart at every hit.
+/// `data.count(b"\n")` (or `"\n"` for a `str`, read in its own storage), without `count`'s
+/// restart at every hit.
 #[pyfunction]
 #[pyo3(signature = (data, /))]
 fn count_newlines(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<usize> {
-    let source = ByteSource::new(data, "count_newlines")?;
-    let bytes = source.as_slice();
-    Ok(maybe_detach(py, source.detach_size(), || {
-        text::count_newlines(bytes)
+    let source = TextSource::new(data, "count_newlines")?;
+    let view = source.text()?;
+    Ok(maybe_detach(py, source.detach_size(&view), || {
+        view.count_newlines()
     }))
 }
 

@@ -79,6 +79,16 @@ impl<'a> Text<'a> {
         }
     }
 
+    /// How many line feeds the text holds (`str.count("\n")`, `bytes.count(b"\n")`).
+    #[must_use]
+    pub fn count_newlines(&self) -> usize {
+        match *self {
+            Text::Utf8(b) | Text::Latin1(b) => crate::text::count_newlines(b),
+            Text::Ucs2(u) => u.iter().filter(|&&c| c == 0x0A).count(),
+            Text::Ucs4(u) => u.iter().filter(|&&c| c == 0x0A).count(),
+        }
+    }
+
     /// Number of code units (bytes for UTF-8).
     #[must_use]
     pub fn units(&self) -> usize {
@@ -505,6 +515,27 @@ mod tests {
                 assert_eq!(estimate_units(v, e), Ok(want), "{e:?} latin-1");
             }
         }
+    }
+
+    #[test]
+    fn newlines_are_counted_in_every_layout() {
+        let text = "line 1\nligne 2 é\n第三行\n\n😀\n".repeat(50);
+        let want = text.matches('\n').count();
+        let u16s: Vec<u16> = text
+            .chars()
+            .filter(|&c| (c as u32) < 0x1_0000)
+            .map(|c| c as u16)
+            .collect();
+        let u32s: Vec<u32> = text.chars().map(|c| c as u32).collect();
+        let latin: Vec<u8> = text
+            .chars()
+            .filter(|&c| (c as u32) < 0x100)
+            .map(|c| c as u8)
+            .collect();
+        assert_eq!(Text::Utf8(text.as_bytes()).count_newlines(), want);
+        assert_eq!(Text::Ucs2(&u16s).count_newlines(), want);
+        assert_eq!(Text::Ucs4(&u32s).count_newlines(), want);
+        assert_eq!(Text::Latin1(&latin).count_newlines(), want);
     }
 
     #[test]

@@ -176,6 +176,13 @@ def test_count_newlines_is_bytes_count(data: bytes, kind: type) -> None:
     assert count_newlines(kind(data)) == data.count(b"\n")
 
 
+@given(st.text(max_size=5_000))
+def test_count_newlines_of_a_str_is_str_count(text: str) -> None:
+    # Read in the str's own storage, whatever its width (Latin-1, UCS-2, UCS-4).
+    for t in (text, text + "\u0100", text + "\U0001f600"):
+        assert count_newlines(t) == t.count("\n")
+
+
 def test_count_newlines_of_a_large_text_of_short_lines() -> None:
     data = b"ok\n" * 1_000_000 + b"\n" * 70_000 + b"tail"
     assert count_newlines(data) == data.count(b"\n")

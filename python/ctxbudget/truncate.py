@@ -7,13 +7,13 @@ how to read it in parts. The full text goes to a :class:`~ctxbudget.spill.SpillS
 no path and does not claim the output was saved, so the model never chases a file that was
 never written.
 
-How the cut points are found without estimating every line: the text is encoded to UTF-8
-once and estimated whole; the head and the tail are then sized by estimating growing
-prefixes and suffixes of the bytes (zero-copy ``memoryview`` slices; the search interpolates
-between bracketing probes, three or four of them, each about the size of the preview), and
-snapped to line boundaries with ``bytes.rfind`` / ``bytes.find``. The cost is one encode,
-one estimate and one newline count over the text, plus a handful of estimates of slices
-the size of the preview; the extra memory is the one UTF-8 copy.
+How the cut points are found without estimating every line: the text is estimated whole in
+its own storage (the core reads a ``str`` as it is stored: no UTF-8 copy); the head and the
+tail are then sized by estimating growing prefixes and suffixes of it (slices the size of the
+preview; the search interpolates between bracketing probes, three or four of them), and
+snapped to line boundaries with ``str.rfind`` / ``str.find``. The cost is one estimate and one
+newline count over the text, plus a handful of estimates of slices the size of the preview;
+nothing the size of the text is copied.
 
 A budget too small for the full hint gets a shorter one (the marker and one line on where
 the full text is); a budget too small for any preview gets a one-line notice. The text the
@@ -45,13 +45,12 @@ logger = logging.getLogger(__name__)
 #: Default share of the preview budget given to the head; the rest goes to the tail, where
 #: errors and summaries usually are.
 DEFAULT_HEAD_RATIO = 0.2
-_NEWLINE = 0x0A
 #: Attempts to shrink the preview when the assembled text estimates over budget (token
 #: estimates of parts do not add up exactly).
 _MAX_ATTEMPTS = 4
-#: Bytes per token above which a last line is not measured to see if it fits the preview
+#: Characters per token above which a last line is not measured to see if it fits the preview
 #: (long runs of spaces come near; text of any kind stays far below).
-_LINE_BYTES_PER_TOKEN = 64
+_LINE_CHARS_PER_TOKEN = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,10 +160,9 @@ def truncate_output(
         raise TypeError(f"text must be str, got {type(text).__name__}")
     _check_spill_arguments(spill, label)
     enc = _resolve_encoding(encoding, model)
-    # Work on one UTF-8 copy: slices of it are estimated without copying, and the caller's
-    # str is not left holding the UTF-8 cache that estimating a non-ASCII str would attach.
-    data = text.encode("utf-8")
-    total = _tokens.estimate_tokens(data, enc, parallel=True)
+    # Read in its own storage: no UTF-8 copy (a str with no UTF-8 form raises the
+    # UnicodeEncodeError text.encode() would).
+    total = _tokens.estimate_tokens(text, enc, parallel=True)
     if total <= max_tokens:
         return TruncatedResult(text, False, total, total)
     omitted_notice = _omitted_notice(total)
@@ -174,10 +172,10 @@ def truncate_output(
         return TruncatedResult(text, False, total, total)
 
     spill_path, spill_error, failure = _write_spill(text, spill, label)
-    newlines = count_newlines(data)
-    total_lines = newlines + (0 if data.endswith(b"\n") else 1)
+    newlines = count_newlines(text)
+    total_lines = newlines + (0 if text.endswith("\n") else 1)
 
-    source = _Source(text, data, enc, total, newlines)
+    source = _Source(text, enc, total, newlines)
     worst_marker = max(
         source.tokens(_marker(total_lines, total_lines, total_lines, len(text), total, whole))
         for whole in (True, False)
@@ -370,46 +368,44 @@ def _marker(first: int, last: int, lines: int, chars: int, tokens: int, whole_li
     )
 
 
-#: Slices of at least this many bytes are estimated on all cores.
+#: Slices of at least this many characters are estimated on all cores.
 _PARALLEL_SLICE = 1 << 20
 
 
 class _Source:
-    """The text being cut: its UTF-8 bytes, estimated in slices without copying."""
+    """The text being cut, estimated whole once and in slices the size of the preview."""
 
-    __slots__ = ("bytes_per_token", "data", "encoding", "newlines", "text", "total", "view")
+    __slots__ = ("chars_per_token", "encoding", "newlines", "text", "total")
 
-    def __init__(self, text: str, data: bytes, encoding: str, total: int, newlines: int) -> None:
+    def __init__(self, text: str, encoding: str, total: int, newlines: int) -> None:
         self.text = text
-        self.data = data
-        self.view = memoryview(data)
         self.encoding = encoding
         self.total = total
         self.newlines = newlines
-        self.bytes_per_token = len(data) / max(total, 1)
+        self.chars_per_token = len(text) / max(total, 1)
 
-    def tokens(self, piece: str | memoryview) -> int:
+    def tokens(self, piece: str) -> int:
         # Large slices on every core (the same count: cut where every tokenizer starts a
         # piece); a budget near the whole output probes slices near its size.
         parallel = len(piece) >= _PARALLEL_SLICE
         return _tokens.estimate_tokens(piece, self.encoding, parallel=parallel)
 
     def head(self, size: int) -> int:
-        """Tokens of the first ``size`` bytes."""
-        return self.tokens(self.view[:size])
+        """Tokens of the first ``size`` characters."""
+        return self.tokens(self.text[:size])
 
     def tail(self, size: int) -> int:
-        """Tokens of the last ``size`` bytes."""
-        return self.tokens(self.view[len(self.data) - size :])
+        """Tokens of the last ``size`` characters."""
+        return self.tokens(self.text[len(self.text) - size :])
 
 
 def _longest_fit(
-    size: int, limit: int, bytes_per_token: float, tokens_of: Callable[[int], int]
+    size: int, limit: int, chars_per_token: float, tokens_of: Callable[[int], int]
 ) -> tuple[int, int]:
     """The largest ``k`` in ``[0, size]`` with ``tokens_of(k) <= limit``, and its tokens.
 
     ``tokens_of`` grows with ``k`` (roughly linearly). The search starts from the text's
-    mean bytes per token, brackets the answer and interpolates between the bracket ends
+    mean characters per token, brackets the answer and interpolates between the bracket ends
     (bisecting when interpolation stalls), stopping within half a percent of ``limit``:
     typically three or four probes, each an estimate of a slice about the size of the
     answer. Only probed values are returned, so ``tokens_of(k) <= limit`` holds even if
@@ -420,7 +416,7 @@ def _longest_fit(
     slack = max(1, limit // 200)
     low, low_tokens = 0, 0
     high, high_tokens = size + 1, -1  # -1: no probe above the limit yet
-    probe = min(size, max(16, int(limit * bytes_per_token)))
+    probe = min(size, max(16, int(limit * chars_per_token)))
     same_side = 0
     for _ in range(64):
         tokens = tokens_of(probe)
@@ -434,7 +430,7 @@ def _longest_fit(
             break
         if high_tokens < 0:
             # No upper bracket yet: extrapolate past the limit from the rate seen so far.
-            rate = low / low_tokens if low_tokens else bytes_per_token
+            rate = low / low_tokens if low_tokens else chars_per_token
             probe = min(size, low + max(16, int((limit - low_tokens) * rate * 1.1)))
         elif abs(same_side) >= 2:
             probe = (low + high) // 2
@@ -475,45 +471,45 @@ def _fit(
 def _cut(source: _Source, budget: int, head_ratio: float, hints: _Hints) -> _Preview:
     """Build the preview for a head + tail budget of ``budget`` tokens.
 
-    Offsets are in bytes of the UTF-8 text. The head and the tail are estimated once more
+    Offsets are in characters of the text. The head and the tail are estimated once more
     after they are snapped to lines (slices the size of the preview), so the tail gets
     what the head left and the tokens said to be omitted are the total less what is shown;
     the assembled text is estimated too, and that is the number the caller checks.
     """
-    data = source.data
-    size = len(data)
+    text = source.text
+    size = len(text)
     budget = max(budget, 0)
-    rate = source.bytes_per_token
+    rate = source.chars_per_token
     head_end, _ = _longest_fit(size, int(budget * head_ratio), rate, source.head)
-    head_end = _snap_head(data, head_end, budget * rate)
+    head_end = _snap_head(text, head_end, budget * rate)
     head_tokens = source.head(head_end) if head_end else 0
     tail_budget = budget - head_tokens if head_ratio < 1.0 else 0
     tail_size, _ = _longest_fit(size - head_end, tail_budget, rate, source.tail)
-    tail_start = _snap_tail(data, size - tail_size, head_end)
+    tail_start = _snap_tail(text, size - tail_size, head_end)
     tail_tokens = source.tail(size - tail_start) if tail_start < size else 0
-    if 0 < tail_start < size and data[tail_start - 1] != _NEWLINE:
+    if 0 < tail_start < size and text[tail_start - 1] != "\n":
         # Cut inside the last line, which the tail's share could not hold. Only a line longer
         # than the whole preview is cut: a shorter one is kept whole, the head getting what
         # it leaves.
-        line_start = data.rfind(b"\n", 0, size - 1) + 1
-        # Measured only when it may fit: a line of over _LINE_BYTES_PER_TOKEN bytes a token of
-        # the preview does not, and a text that is one line is what the preview cuts.
-        fits = line_start > 0 and size - line_start <= budget * _LINE_BYTES_PER_TOKEN
+        line_start = text.rfind("\n", 0, size - 1) + 1
+        # Measured only when it may fit: a line of over _LINE_CHARS_PER_TOKEN characters a
+        # token of the preview does not, and a text that is one line is what the preview cuts.
+        fits = line_start > 0 and size - line_start <= budget * _LINE_CHARS_PER_TOKEN
         line_tokens = source.tail(size - line_start) if fits else budget + 1
         if line_tokens <= budget:
             tail_start, tail_tokens = line_start, line_tokens
             head_end, _ = _longest_fit(line_start, budget - line_tokens, rate, source.head)
-            head_end = _snap_head(data, head_end, budget * rate)
+            head_end = _snap_head(text, head_end, budget * rate)
             head_tokens = source.head(head_end) if head_end else 0
 
-    head_newlines = data.count(b"\n", 0, head_end)
-    tail_newlines = data.count(b"\n", tail_start)
-    ends_line = tail_start > 0 and data[tail_start - 1] == _NEWLINE
+    head_newlines = text.count("\n", 0, head_end)
+    tail_newlines = text.count("\n", tail_start)
+    ends_line = tail_start > 0 and text[tail_start - 1] == "\n"
     first = head_newlines + 1
     last = source.newlines - tail_newlines - ends_line + 1
-    whole = (head_end == 0 or data[head_end - 1] == _NEWLINE) and (tail_start == size or ends_line)
-    head = data[:head_end].decode("utf-8")
-    tail = data[tail_start:].decode("utf-8")
+    whole = (head_end == 0 or text[head_end - 1] == "\n") and (tail_start == size or ends_line)
+    head = text[:head_end]
+    tail = text[tail_start:]
     omitted_lines = max(last - first + 1, 0)
     omitted_tokens = max(source.total - head_tokens - tail_tokens, 0)
     omitted_chars = len(source.text) - len(head) - len(tail)
@@ -532,40 +528,35 @@ def _cut(source: _Source, budget: int, head_ratio: float, hints: _Hints) -> _Pre
     )
 
 
-def _snap_head(data: bytes, end: int, long_line: float) -> int:
+def _snap_head(text: str, end: int, long_line: float) -> int:
     """Move a head cut back to a line boundary.
 
     The head keeps whole lines whenever one fits. Only a first line longer than the whole
-    preview (``long_line`` bytes) is cut inside, on a character boundary; a shorter one is
-    left out instead.
+    preview (``long_line`` characters) is cut inside; a shorter one is left out instead.
     """
-    size = len(data)
-    if end == 0 or end == size or data[end - 1] == _NEWLINE:
+    size = len(text)
+    if end == 0 or end == size or text[end - 1] == "\n":
         return end
-    if data[end] == _NEWLINE:
+    if text[end] == "\n":
         return end + 1
-    newline = data.rfind(b"\n", 0, end)
+    newline = text.rfind("\n", 0, end)
     if newline >= 0:
         return newline + 1
     # Only whether the first line ends within ``long_line`` matters: search no further.
     limit = min(size, int(long_line) + 1)
-    line_end = data.find(b"\n", end, limit)
+    line_end = text.find("\n", end, limit)
     if (line_end if line_end >= 0 else size if limit == size else limit) <= long_line:
         return 0
-    while end > 0 and data[end] & 0xC0 == 0x80:  # not inside a UTF-8 sequence
-        end -= 1
     return end
 
 
-def _snap_tail(data: bytes, start: int, floor: int) -> int:
+def _snap_tail(text: str, start: int, floor: int) -> int:
     """Move a tail cut forward to a line start; cut inside the last line if none fits."""
     start = max(start, floor)
-    size = len(data)
-    if start in (0, size) or data[start - 1] == _NEWLINE:
+    size = len(text)
+    if start in (0, size) or text[start - 1] == "\n":
         return start
-    newline = data.find(b"\n", start)
+    newline = text.find("\n", start)
     if 0 <= newline < size - 1:
         return newline + 1
-    while start < size and data[start] & 0xC0 == 0x80:  # not inside a UTF-8 sequence
-        start += 1
     return start
