@@ -277,7 +277,10 @@ def test_small_budgets_fit_and_claim_only_what_is_shown(
             continue
         assert max_tokens >= floor  # the shortest notice is used only when nothing else fits
         head, _, tail, hint = split_result(result)
-        assert text.startswith(head) and text.endswith(tail)
+        # A head cut inside a first line longer than the whole preview comes with the line
+        # break the preview adds before the marker.
+        assert text.startswith(head) or text.startswith(head.removesuffix("\n"))
+        assert text.endswith(tail)
         shown = (bool(head), bool(tail))
         if hint == SHORT_HINTS[spill]:
             forms.add("short hint" + (" with text" if any(shown) else ""))
@@ -551,3 +554,17 @@ def test_preview_matches_a_line_by_line_reference(
             f"[... {len(omitted):,} characters omitted (from line {first:,} to line {last:,}, "
         )
         assert result.omitted_lines == last - first + 1
+
+
+def test_a_small_budget_shows_part_of_a_line_of_wide_characters() -> None:
+    """The search for the longest head or tail steps by about four tokens of text: a fixed
+    16 characters (the 16 bytes of when it cut UTF-8) is more than a small budget's share
+    for emoji or CJK, and the preview then showed nothing (found by review)."""
+    text = "\u200doo🎉🎉👧k \u200d👩\u200d👧👩🇫🇫k👩\u200d👨👍🇫😀k👩👩\u200do😀👨🎉\u200d\u200do🇫\n"
+    result = truncate_output(text, max_tokens=60, encoding="llama3", spill=False, head_ratio=0.0)
+    assert result.truncated and estimate_tokens(result.text, "llama3") <= 60
+    # A 14-character suffix (25 tokens) fits the 27-token preview budget.
+    assert "characters omitted" in result.text, result.text
+    cjk = "中文字符的测试文本" * 40 + "\n"
+    result = truncate_output(cjk, max_tokens=60, encoding="o200k", spill=False)
+    assert result.truncated and "characters omitted" in result.text, result.text

@@ -13,7 +13,8 @@ tail are then sized by estimating growing prefixes and suffixes of it (slices th
 preview; the search interpolates between bracketing probes, three or four of them), and
 snapped to line boundaries with ``str.rfind`` / ``str.find``. The cost is one estimate and one
 newline count over the text, plus a handful of estimates of slices the size of the preview;
-nothing the size of the text is copied.
+only those slices are copied (a budget near the size of the whole text probes slices near
+its size).
 
 A budget too small for the full hint gets a shorter one (the marker and one line on where
 the full text is); a budget too small for any preview gets a one-line notice. The text the
@@ -416,7 +417,10 @@ def _longest_fit(
     slack = max(1, limit // 200)
     low, low_tokens = 0, 0
     high, high_tokens = size + 1, -1  # -1: no probe above the limit yet
-    probe = min(size, max(16, int(limit * chars_per_token)))
+    # The search's finest step: about four tokens of text (16 characters of ASCII, fewer of
+    # CJK or emoji; a fixed 16 characters could be more than a small budget's whole share).
+    grain = max(1, min(16, int(4 * chars_per_token)))
+    probe = min(size, max(grain, int(limit * chars_per_token)))
     same_side = 0
     for _ in range(64):
         tokens = tokens_of(probe)
@@ -426,12 +430,12 @@ def _longest_fit(
         else:
             high, high_tokens = probe, tokens
             same_side = same_side - 1 if same_side <= 0 else -1
-        if low == size or limit - low_tokens <= slack or high - low <= 16:
+        if low == size or limit - low_tokens <= slack or high - low <= grain:
             break
         if high_tokens < 0:
             # No upper bracket yet: extrapolate past the limit from the rate seen so far.
             rate = low / low_tokens if low_tokens else chars_per_token
-            probe = min(size, low + max(16, int((limit - low_tokens) * rate * 1.1)))
+            probe = min(size, low + max(grain, int((limit - low_tokens) * rate * 1.1)))
         elif abs(same_side) >= 2:
             probe = (low + high) // 2
             same_side = 0
