@@ -260,9 +260,28 @@ impl CharCosts<'_> {
         if cp >= CHAR_COST_CODE_POINTS {
             return 4;
         }
+        self.entry(cp).unwrap_or(Self::DEFAULT)
+    }
+
+    /// The table's entry for `cp` (tokens alone), if the table reaches it.
+    #[allow(clippy::inline_always)] // hot path; measurably faster inlined
+    #[inline(always)]
+    fn entry(&self, cp: usize) -> Option<u32> {
         self.0
             .get(cp / 4)
-            .map_or(Self::DEFAULT, |&b| u32::from((b >> ((cp % 4) * 2)) & 3) + 1)
+            .map(|&b| u32::from((b >> ((cp % 4) * 2)) & 3) + 1)
+    }
+
+    /// Tokens of the character `cp` alone, from a whole table covering it: the oracle's own
+    /// count (four stands for four or more). `None` for a table that is not whole.
+    #[allow(clippy::inline_always)] // hot path; measurably faster inlined
+    #[inline(always)]
+    #[must_use]
+    pub fn known(&self, cp: usize) -> Option<u32> {
+        if self.0.len() != CHAR_COST_BYTES || cp >= CHAR_COST_CODE_POINTS {
+            return None;
+        }
+        self.entry(cp)
     }
 
     /// For `ch` exactly one character of three or four bytes, whether it is one token (by a
@@ -272,29 +291,12 @@ impl CharCosts<'_> {
     #[inline(always)]
     #[must_use]
     pub fn whole_char(&self, ch: &[u8]) -> Option<bool> {
-        let is_cont = |byte: u8| byte & 0xC0 == 0x80;
-        let bits = |byte: u8| usize::from(byte & 0x3F);
-        let cp = match *ch {
-            [lead, c1, c2] if lead & 0xF0 == 0xE0 && is_cont(c1) && is_cont(c2) => {
-                usize::from(lead & 0x0F) << 12 | bits(c1) << 6 | bits(c2)
-            }
-            [lead, c1, c2, c3]
-                if lead & 0xF8 == 0xF0 && is_cont(c1) && is_cont(c2) && is_cont(c3) =>
-            {
-                usize::from(lead & 0x07) << 18 | bits(c1) << 12 | bits(c2) << 6 | bits(c3)
-            }
-            _ => return None,
-        };
         // Overlong forms and surrogates are no characters: the filter answers for them.
-        let valid = (0x800..CHAR_COST_CODE_POINTS).contains(&cp)
-            && !(0xD800..=0xDFFF).contains(&cp)
-            && (ch.len() == 3) == (cp < 0x1_0000);
-        if self.0.len() != CHAR_COST_BYTES || !valid {
+        if !(3..=4).contains(&ch.len()) {
             return None;
         }
-        self.0
-            .get(cp / 4)
-            .map(|&packed| (packed >> ((cp % 4) * 2)).trailing_zeros() >= 2)
+        let cp = one_char(ch)?;
+        self.known(cp).map(|tokens| tokens == 1)
     }
 
     /// Tokens of `ch` when it is exactly one character and the table knows its count: `None`
@@ -310,12 +312,27 @@ impl CharCosts<'_> {
     }
 }
 
-/// The code point of `ch` when it is exactly one valid character of one to three bytes,
-/// decoded by hand (greedy splits cost every character the vocabulary lacks through
-/// [`CharCosts::of`]; `None` sends the rest through `std::str::from_utf8`, which gives the same).
+/// The code point of the three bytes `b0 b1 b2` when they are one valid character of three
+/// bytes (overlong forms and surrogates are not characters).
 #[allow(clippy::inline_always)] // hot path; measurably faster inlined
 #[inline(always)]
-fn one_char(ch: &[u8]) -> Option<usize> {
+#[must_use]
+pub(crate) fn three_byte_char(b0: u8, b1: u8, b2: u8) -> Option<usize> {
+    let is_cont = |byte: u8| byte & 0xC0 == 0x80;
+    if b0 & 0xF0 != 0xE0 || !is_cont(b1) || !is_cont(b2) {
+        return None;
+    }
+    let cp = usize::from(b0 & 0x0F) << 12 | usize::from(b1 & 0x3F) << 6 | usize::from(b2 & 0x3F);
+    (cp >= 0x800 && !(0xD800..=0xDFFF).contains(&cp)).then_some(cp)
+}
+
+/// The code point of `ch` when it is exactly one valid character (no overlong form, no
+/// surrogate), decoded by hand: greedy splits read every character they cost this way
+/// ([`CharCosts::of`], [`CharCosts::whole_char`], the three-byte steps of `rust/greedy.rs`).
+#[allow(clippy::inline_always)] // hot path; measurably faster inlined
+#[inline(always)]
+#[must_use]
+pub(crate) fn one_char(ch: &[u8]) -> Option<usize> {
     let is_cont = |byte: u8| byte & 0xC0 == 0x80;
     let bits = |byte: u8| usize::from(byte & 0x3F);
     match *ch {
@@ -323,10 +340,10 @@ fn one_char(ch: &[u8]) -> Option<usize> {
         [b0, b1] if (0xC2..=0xDF).contains(&b0) && is_cont(b1) => {
             Some(usize::from(b0 & 0x1F) << 6 | bits(b1))
         }
-        [b0, b1, b2] if b0 & 0xF0 == 0xE0 && is_cont(b1) && is_cont(b2) => {
-            let cp = usize::from(b0 & 0x0F) << 12 | bits(b1) << 6 | bits(b2);
-            // Overlong forms and surrogates are not characters.
-            (cp >= 0x800 && !(0xD800..=0xDFFF).contains(&cp)).then_some(cp)
+        [b0, b1, b2] => three_byte_char(b0, b1, b2),
+        [b0, b1, b2, b3] if b0 & 0xF8 == 0xF0 && is_cont(b1) && is_cont(b2) && is_cont(b3) => {
+            let cp = usize::from(b0 & 0x07) << 18 | bits(b1) << 12 | bits(b2) << 6 | bits(b3);
+            (0x1_0000..=0x10_FFFF).contains(&cp).then_some(cp)
         }
         _ => None,
     }
