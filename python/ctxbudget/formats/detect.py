@@ -115,7 +115,8 @@ class SeenFits:
     A message counts as seen when it is the same dict (or an equal one) and the fields that
     tell a format (:data:`_DETECT_KEYS`) are the same objects: a field
     replaced in place (``message["content"] = [...]``, ``message["role"] = "system"``) is
-    read again. Lists with messages that are not dicts are compared as lists.
+    read again. Lists with messages that are not dicts are compared as lists, and so are
+    lists once they fit one format: every caller then keeps that format.
     """
 
     __slots__ = ("_msgs", "_refs", "_versions", "fits")
@@ -142,8 +143,12 @@ class SeenFits:
         else:
             self.fits = fitting_formats(msgs[seen:], self.fits)
             new = msgs[seen:]
-        # Fields are kept while every message is a dict (the seen ones were, if kept).
-        if len(self._refs[0]) == len(msgs) - len(new) and all(type(m) is dict for m in new):
+        # Fields are kept while every message is a dict (the seen ones were, if kept), and
+        # only while the format is undecided: every caller keeps a decided format, so their
+        # edits no longer matter (a cold estimate of a long history saves reading them all).
+        if len(self.fits) == 1:
+            self._refs = [[] for _ in _DETECT_KEYS]
+        elif len(self._refs[0]) == len(msgs) - len(new) and all(type(m) is dict for m in new):
             for key, refs in zip(_DETECT_KEYS, self._refs, strict=True):
                 refs.extend(map(dict.get, new, repeat(key)))
         else:
