@@ -1268,6 +1268,36 @@ def test_a_cold_estimate_weighed_in_the_core_leaves_the_python_loops_state(
     assert with_core == run()
 
 
+@pytest.mark.parametrize("fmt", list(WALKS))
+def test_the_one_shot_estimate_is_the_first_estimate_of_an_estimator(fmt: str) -> None:
+    """``estimate_request`` keeps nothing for a next estimate (its estimator is dropped): the
+    numbers are those of a kept estimator's first estimate, for plain lists (weighed in the
+    core), lists with a message the Python path counts, and system prompts and tools."""
+    plain, not_plain = WALKS[fmt]
+    system = "You are a careful assistant." if fmt != "gemini" else None
+    for msgs in ([*plain, *plain], [*plain, not_plain[0]]):
+        for model in ("gpt-4o", "claude-sonnet-4-5", None):
+            kept = RequestEstimator(model, format=fmt)
+            outcomes = []
+            for run in (
+                partial(kept.estimate, msgs, system=system, tools=TOOLS, max_tokens=100),
+                partial(
+                    estimate_request,
+                    msgs,
+                    system=system,
+                    tools=TOOLS,
+                    max_tokens=100,
+                    model=model,
+                    format=fmt,
+                ),
+            ):
+                try:
+                    outcomes.append(run())
+                except Exception as e:  # a malformed message: the same error both ways
+                    outcomes.append((type(e), str(e)))
+            assert outcomes[0] == outcomes[1], (fmt, model)
+
+
 @pytest.mark.parametrize(
     "odd",
     [

@@ -584,6 +584,9 @@ class RequestEstimator:
         # Dicts per caller object of the last estimate, when one became several (a LangChain
         # message with two tool results); None when each was one.
         self._spans: list[int] | None = None
+        # Set by estimate_request, whose estimator makes one estimate and is dropped: it keeps
+        # nothing a next estimate would compare with or re-use.
+        self._once = False
         self._reset()
 
     def _reset(self) -> None:
@@ -831,7 +834,12 @@ class RequestEstimator:
         max_tokens: int | None,
     ) -> RequestEstimate:
         """:meth:`_estimate` of a first list whose messages the core weighed, all of them:
-        the state the per-message loop would leave, built from the core's results."""
+        the state the per-message loop would leave, built from the core's results (only the
+        counts for an estimator that makes no other estimate)."""
+        if self._once:
+            self._acc = (sums[0], sums[1], 0.0, sums[2], 1.0)
+            self._per_message = [w[4] for _, w in ahead]
+            return self._assemble(fmt, system, tools, max_tokens)
         refs, weighed = zip(*ahead, strict=True) if ahead else ((), ())
         entries = zip(msgs, refs, weighed, strict=True)
         self._by_id.update(zip(map(id, msgs), entries, strict=True))
@@ -969,7 +977,8 @@ class RequestEstimator:
                 _surrogate_field(system, "system"),
                 fmt,
             ) from e
-        self._system_seen = (system, _snapshot(system), value, rule)
+        if not self._once:
+            self._system_seen = (system, _snapshot(system), value, rule)
         return value
 
     def _tools_tokens(self, tools: Sequence[Any] | None) -> tuple[float, bool]:
@@ -999,7 +1008,8 @@ class RequestEstimator:
                 )
             total += count(body) * p.args_factor + p.per_tool
         value = (total, False)
-        self._tools_seen = (tools, _snapshot(tools), value)
+        if not self._once:
+            self._tools_seen = (tools, _snapshot(tools), value)
         return value
 
 
@@ -1142,4 +1152,5 @@ def estimate_request(
     (3, True, 'openai_chat')
     """
     estimator = RequestEstimator(model, encoding=encoding, format=format, counter=counter)
+    estimator._once = True
     return estimator.estimate(messages, system=system, tools=tools, max_tokens=max_tokens)
