@@ -37,6 +37,8 @@ mod py_dict_versions;
 #[cfg(feature = "python")]
 mod py_gemini;
 #[cfg(feature = "python")]
+mod py_json;
+#[cfg(feature = "python")]
 mod py_prefix;
 #[cfg(feature = "python")]
 mod py_read;

@@ -481,6 +481,8 @@ mod _core {
     #[pymodule_export]
     use crate::py_dict_versions::DictVersions;
     #[pymodule_export]
+    use crate::py_json::json_text_of;
+    #[pymodule_export]
     use crate::py_prefix::unchanged_prefix;
     #[pymodule_export]
     use crate::py_stream::TextStream;

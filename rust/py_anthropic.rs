@@ -4,15 +4,14 @@
 //! `text`, `thinking`, `redacted_thinking`, `tool_use` and `tool_result` blocks (a tool result's
 //! content: a string or `text` blocks). Images, documents, other block types and anything
 //! malformed are left to the Python path. A tool call's input is counted as the Python path
-//! counts it: the text of `json.dumps(input, ensure_ascii=False)`, made by that very function.
+//! counts it: the text of `json.dumps(input, ensure_ascii=False)` ([`json_text`]).
 
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};
 
-use crate::py_read::{
-    as_exact_str, exact_str, field, get_all, json_dumps, plain_json, push_text, Counts,
-};
+use crate::py_json::json_text;
+use crate::py_read::{as_exact_str, exact_str, field, get_all, push_text, Counts};
 use crate::py_weigh::Fields;
 
 /// A `tool_use` block: one call, its input's JSON text and its name as arguments.
@@ -25,12 +24,9 @@ fn tool_use<'py>(block: &Bound<'py, PyDict>, counts: &mut Counts<'py>) -> Result
         .map_err(|_| ())?
         .ok_or(())?;
     let input = input.cast_into_exact::<PyDict>().map_err(|_| ())?;
-    if !plain_json(input.as_any()) {
-        return Err(());
-    }
     counts.calls += 1;
     if !input.is_empty() {
-        push_text(json_dumps(input.as_any())?.as_any(), &mut counts.args)?;
+        push_text(json_text(input.as_any())?.as_any(), &mut counts.args)?;
     }
     push_text(name.as_any(), &mut counts.args)?;
     Ok(())

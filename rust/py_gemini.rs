@@ -10,9 +10,8 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};
 
-use crate::py_read::{
-    as_exact_str, exact_str, field, get_all, json_dumps, plain_json, push_text, Counts,
-};
+use crate::py_json::json_text;
+use crate::py_read::{as_exact_str, exact_str, field, get_all, push_text, Counts};
 use crate::py_weigh::Fields;
 
 /// The `camelCase` part keys the Python reader turns into `snake_case` (`_CAMEL` in
@@ -47,11 +46,8 @@ fn function_call<'py>(fc: &Bound<'py, PyAny>, counts: &mut Counts<'py>) -> Resul
     let name = exact_str(fc, intern!(py, "name"))?;
     if let Some(args) = field(fc, intern!(py, "args"))? {
         let args = args.cast_into_exact::<PyDict>().map_err(|_| ())?;
-        if !plain_json(args.as_any()) {
-            return Err(());
-        }
         if !args.is_empty() {
-            push_text(json_dumps(args.as_any())?.as_any(), &mut counts.args)?;
+            push_text(json_text(args.as_any())?.as_any(), &mut counts.args)?;
         }
     }
     counts.calls += 1;
@@ -72,9 +68,6 @@ fn function_response<'py>(
     exact_str(fr, intern!(py, "name"))?;
     let response =
         field(fr, intern!(py, "response"))?.unwrap_or_else(|| PyDict::new(py).into_any());
-    if !plain_json(&response) {
-        return Err(());
-    }
     let lone_result = response
         .cast_exact::<PyDict>()
         .ok()
@@ -84,7 +77,7 @@ fn function_response<'py>(
         Some(result) if result.is_exact_instance_of::<PyString>() => {
             result.cast_into::<PyString>().map_err(|_| ())?
         }
-        _ => json_dumps(&response)?,
+        _ => json_text(&response)?,
     };
     counts.texts += push_text(text.as_any(), strings)?;
     Ok(())

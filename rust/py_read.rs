@@ -2,10 +2,8 @@
 //! the Python readers take it the same way (an exact `str`, `dict`, `list`, plain JSON), and
 //! answers `Err(())` for anything else, which leaves the message to the Python path.
 
-use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{PyDict, PyString, PyTuple};
 
 use crate::py_weigh::Fields;
 
@@ -113,62 +111,4 @@ impl<'py> Counts<'py> {
             named: false,
         }
     }
-}
-
-/// Deepest nesting of a tool call's input (or a result) the Python readers accept (`_MAX_JSON_DEPTH` in
-/// `ctxbudget.formats.common`); deeper input is left to it, to raise its error.
-pub(crate) const MAX_JSON_DEPTH: usize = 256;
-
-/// Whether `value` nests at most [`MAX_JSON_DEPTH`] containers deep and holds only exact
-/// dicts, lists and tuples of exact strings, numbers, booleans and `None` (anything else is
-/// left to the Python path).
-pub(crate) fn plain_json(value: &Bound<'_, PyAny>) -> bool {
-    let mut stack = vec![(value.clone(), 1)];
-    while let Some((item, depth)) = stack.pop() {
-        let children: Vec<Bound<'_, PyAny>> = if let Ok(d) = item.cast_exact::<PyDict>() {
-            d.values().iter().collect()
-        } else if let Ok(l) = item.cast_exact::<PyList>() {
-            l.iter().collect()
-        } else if let Ok(t) = item.cast_exact::<PyTuple>() {
-            t.iter().collect()
-        } else {
-            let leaf = item.is_none()
-                || item.is_exact_instance_of::<PyString>()
-                || item.is_exact_instance_of::<PyInt>()
-                || item.is_exact_instance_of::<PyFloat>()
-                || item.is_exact_instance_of::<PyBool>();
-            if !leaf {
-                return false;
-            }
-            continue;
-        };
-        if depth > MAX_JSON_DEPTH {
-            return false;
-        }
-        stack.extend(children.into_iter().map(|c| (c, depth + 1)));
-    }
-    true
-}
-
-/// `JSONEncoder(ensure_ascii=False).encode` of Python's `json` module, made once: what
-/// `json.dumps(value, ensure_ascii=False)` calls, without building an encoder per call.
-static ENCODE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-
-/// `json.dumps(value, ensure_ascii=False)`, the text the Python path counts for a JSON value
-/// (made by the same encoder); `Err(())` when it raises.
-pub(crate) fn json_dumps<'py>(value: &Bound<'py, PyAny>) -> Result<Bound<'py, PyString>, ()> {
-    let py = value.py();
-    let encode = ENCODE
-        .get_or_try_init(py, || -> PyResult<Py<PyAny>> {
-            let kwargs = PyDict::new(py);
-            kwargs.set_item(intern!(py, "ensure_ascii"), false)?;
-            let encoder = py
-                .import(intern!(py, "json"))?
-                .getattr(intern!(py, "JSONEncoder"))?
-                .call((), Some(&kwargs))?;
-            Ok(encoder.getattr(intern!(py, "encode"))?.unbind())
-        })
-        .map_err(|_| ())?;
-    let text = encode.bind(py).call1((value,)).map_err(|_| ())?;
-    text.cast_into_exact::<PyString>().map_err(|_| ())
 }

@@ -15,6 +15,7 @@ __all__ = [
     "encodings",
     "estimate_batch",
     "estimate_tokens",
+    "json_text_of",
     "select_largest",
     "unchanged_prefix",
     "validate_pairing",
@@ -35,6 +36,7 @@ def estimate_batch(
     texts: Iterable[str | _BytesLike], /, encoding: str = "o200k"
 ) -> npt.NDArray[np.int64]: ...
 def encodings() -> list[str]: ...
+def json_text_of(value: object, /) -> str | None: ...
 def weigh_messages(
     messages: list[Any],
     /,
