@@ -44,7 +44,13 @@ from dataclasses import replace
 from typing import Any, cast
 
 from ctxbudget.formats.anthropic import _anth_block, _read_anthropic, _write_anthropic
-from ctxbudget.formats.common import _genai_to_dict, _is_genai_object, _Reader, _Writer
+from ctxbudget.formats.common import (
+    _genai_to_dict,
+    _is_genai_object,
+    _Reader,
+    _Writer,
+    json_text,
+)
 from ctxbudget.formats.detect import fitting_formats, pick_format
 from ctxbudget.formats.gemini import _gemini_ids, _read_gemini, _write_gemini
 from ctxbudget.formats.langchain import _is_langchain, _langchain, _plain_openai_dict
@@ -425,7 +431,7 @@ def _raw_call(call_id: Any, name: Any, arguments: Any) -> dict[str, Any]:
 
 
 def _json_args(arguments: Any) -> str:
-    return "" if arguments is None else json.dumps(arguments, ensure_ascii=False)
+    return "" if arguments is None else json_text(arguments)
 
 
 def _add_invalid_calls(message: dict[str, Any], source: Any) -> None:

@@ -42,6 +42,7 @@ from ctxbudget.counting import Accuracy, TokenCounter, counter_for, encoding_for
 from ctxbudget.formats.common import (
     _genai_to_dict,
     _json_problem,
+    json_text,
     message_list,
     public_fields,
     shown,
@@ -417,7 +418,7 @@ def _count_parts(
             calls += 1
             raw = p.raw_arguments
             if raw is None:
-                raw = json.dumps(p.arguments, ensure_ascii=False) if p.arguments else ""
+                raw = json_text(p.arguments) if p.arguments else ""
             args += (count(raw) if raw else 0) + (count(p.name) if p.name else 0)
         elif kind == "tool_result":
             t, a, _, at, ex = _count_parts(p.content, count, rule)

@@ -26,6 +26,7 @@ from ctxbudget.formats.common import (
     _too_deep,
     _url_kind,
     _Writer,
+    json_text,
     public_fields,
     shown,
 )
@@ -63,7 +64,7 @@ def _result_text(response: Any) -> str:
         value = response["result"]
         if isinstance(value, str):
             return value
-    return json.dumps(response, ensure_ascii=False)
+    return json_text(response)
 
 
 def _result_obj(text: str) -> Any:

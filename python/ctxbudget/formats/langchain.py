@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from ctxbudget.formats.common import json_text
 
 
 def _is_langchain(obj: object) -> bool:
@@ -19,9 +20,6 @@ def _langchain() -> Any:
         ) from exc
     return lc_messages
 
-
-#: ``json.dumps(value, ensure_ascii=False)`` without building an encoder per call.
-_ENCODE_JSON = json.JSONEncoder(ensure_ascii=False).encode
 
 #: The LangChain message classes written directly, and their Chat Completions roles.
 _PLAIN_ROLES = {
@@ -64,7 +62,7 @@ def _plain_openai_dict(message: Any, lc: Any) -> dict[str, Any] | None:
                 "id": call["id"],
                 "function": {
                     "name": call["name"],
-                    "arguments": _ENCODE_JSON(call["args"]),
+                    "arguments": json_text(call["args"]),
                 },
             }
             for call in message.tool_calls
