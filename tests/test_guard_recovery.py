@@ -18,6 +18,7 @@ from ctxbudget import (
     ContextOverflowError,
     ContextWindowBudget,
     GuardedRequest,
+    MessageFormatError,
     PruneConfig,
     estimate_request,
     estimate_tokens,
@@ -886,3 +887,38 @@ def test_an_async_summarizer_object_is_refused_by_send() -> None:
     guard = ContextGuard("gpt-4o", summarize=Summarizer())
     with pytest.raises(TypeError, match="asend"):
         guard.send(lambda request: None, [{"role": "user", "content": "hi"}])
+
+
+def _block_ids(messages: list[Any]) -> list[str]:
+    return [
+        b.get("id") or b.get("tool_use_id")
+        for m in messages
+        if isinstance(m["content"], list)
+        for b in m["content"]
+    ]
+
+
+def test_a_message_fixed_in_place_after_a_refused_send_is_read_for_its_format_again() -> None:
+    """The first send fails on a malformed message before the pruner read the list; the caller
+    repairs that message in place, which makes the list Anthropic: the guard reads it again
+    (its reused tool_use ids are renamed, as a fresh guard renames them)."""
+    use = {"type": "tool_use", "id": "t1", "name": "ls", "input": {}}
+    msgs: list[dict[str, Any]] = [
+        {"role": "user", "content": "hello"},
+        {"role": "tool", "tool_call_id": ["t1"], "content": "a.txt"},  # a list id: refused
+        {"role": "assistant", "content": [dict(use)]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "x"}]},
+        {"role": "assistant", "content": [dict(use)]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "y"}]},
+        {"role": "user", "content": "thanks"},
+    ]
+    guard = ContextGuard("gpt-4o", window=100_000)
+    with pytest.raises(MessageFormatError):
+        guard.send(lambda request: None, msgs)
+    repaired = msgs[1]
+    del repaired["tool_call_id"]
+    repaired["role"], repaired["content"] = "user", "ok"
+    again = guard.send(lambda request: None, msgs).request.messages
+    fresh = ContextGuard("gpt-4o", window=100_000).send(lambda request: None, msgs)
+    assert _block_ids(fresh.request.messages) == ["t1", "t1", "t1_2", "t1_2"]
+    assert _block_ids(again) == _block_ids(fresh.request.messages)

@@ -326,7 +326,7 @@ class Pruner:
         self._view_scan: ScanCache | None = None
         # Before a message decides the format: the formats the last list fitted, and the
         # scan caches of the format it was read in.
-        self._fits_seen = SeenFits()
+        self._fits_seen = SeenFits(keeps_decided=True)
         self._undecided: dict[str, tuple[ScanCache, ScanCache]] = {}
         self._sizes: dict[tuple[int, int], tuple[Any, Any, int, str]] = {}
         # Results the last view added for calls that had none, and the calls they answer.
@@ -371,7 +371,7 @@ class Pruner:
             self._stubs = {k: v for k, v in self._stubs.items() if gone not in (None, k[0])}
             self._scan = self._view_scan = None
             self._undecided.clear()
-            self._fits_seen = SeenFits()
+            self._fits_seen = SeenFits(keeps_decided=True)
             self._index = None
             self._old_seen = ([], {})
 

@@ -597,7 +597,7 @@ class RequestEstimator:
         self._acc: tuple[float, ...] = (0.0, 0.0, 0.0, 0.0, 1.0)
         self._per_message: list[int] = []
         self._weighed: list[_Weighed] = []
-        self._fits_seen = SeenFits()
+        self._fits_seen = SeenFits(keeps_decided=True)
         self._seen_edits = self._edits[0]
         # The system prompt and tools last counted: (the object, a deep copy, the count); the
         # system's with the attachment rule it was counted by (it depends on the format read).

@@ -115,13 +115,17 @@ class SeenFits:
     A message counts as seen when it is the same dict (or an equal one) and the fields that
     tell a format (:data:`_DETECT_KEYS`) are the same objects: a field
     replaced in place (``message["content"] = [...]``, ``message["role"] = "system"``) is
-    read again. Lists with messages that are not dicts are compared as lists, and so are
-    lists once they fit one format: every caller then keeps that format.
+    read again. Lists with messages that are not dicts are compared as lists.
+
+    ``keeps_decided``: the caller takes the format once the list fits only that one and asks
+    no more, so the fields are not kept from then on (a cold estimate of a long history would
+    read every message's ten fields for nothing).
     """
 
-    __slots__ = ("_msgs", "_refs", "_versions", "fits")
+    __slots__ = ("_keeps_decided", "_msgs", "_refs", "_versions", "fits")
 
-    def __init__(self) -> None:
+    def __init__(self, *, keeps_decided: bool = False) -> None:
+        self._keeps_decided = keeps_decided
         self._msgs: list[Any] = []
         self._refs: list[list[Any]] = [[] for _ in _DETECT_KEYS]
         self._versions = DictVersions()
@@ -143,10 +147,9 @@ class SeenFits:
         else:
             self.fits = fitting_formats(msgs[seen:], self.fits)
             new = msgs[seen:]
-        # Fields are kept while every message is a dict (the seen ones were, if kept), and
-        # only while the format is undecided: every caller keeps a decided format, so their
-        # edits no longer matter (a cold estimate of a long history saves reading them all).
-        if len(self.fits) == 1:
+        # Fields are kept while every message is a dict (the seen ones were, if kept), unless
+        # the caller keeps a decided format.
+        if self._keeps_decided and len(self.fits) == 1:
             self._refs = [[] for _ in _DETECT_KEYS]
         elif len(self._refs[0]) == len(msgs) - len(new) and all(type(m) is dict for m in new):
             for key, refs in zip(_DETECT_KEYS, self._refs, strict=True):
