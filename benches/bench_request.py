@@ -5,6 +5,7 @@ task, then assistant tool calls and tool results taken from those runs), or synt
 same way when the shared data is absent. Measured in the same run:
 
 - ``cold``: :func:`ctxbudget.estimate_request` from the caller's dicts, nothing cached;
+  ``cold_after_idle``: the same, each call after 20 ms of idle, as an agent loop calls it;
 - ``cold_other_formats``: the same, with the conversation written in Anthropic Messages,
   Responses and Gemini form beforehand (conversion not timed); ``cold_langchain``: as
   LangChain message objects; ``cold_genai_contents``: as google-genai ``Content`` objects;
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -145,6 +147,24 @@ def test_cold(benchmark: Any) -> None:
     benchmark.group = "request-600msg"
     benchmark.extra_info["bytes"] = SIZE
     est = benchmark(estimate_request, CONVERSATION, tools=TOOLS, model="gpt-4o")
+    benchmark.extra_info["tokens"] = est.total
+
+
+#: What an agent loop leaves between two estimates at the least: the model's answer takes
+#: seconds; 20 ms is enough for the processors to go idle.
+IDLE_SECONDS = 0.02
+
+
+def test_cold_after_idle(benchmark: Any) -> None:
+    """``cold`` as an agent loop meets it: each call after the process was idle a while (the
+    pool's threads asleep, the processors idle), not straight after the last call."""
+
+    def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
+        time.sleep(IDLE_SECONDS)
+        return (CONVERSATION,), {"tools": TOOLS, "model": "gpt-4o"}
+
+    benchmark.group = "request-600msg-idle"
+    est = benchmark.pedantic(estimate_request, setup=setup, rounds=200, iterations=1)
     benchmark.extra_info["tokens"] = est.total
 
 

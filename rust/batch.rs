@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError, TryLockError};
 use rayon::ThreadPool;
 
 use crate::estimate::{Encoding, Estimator};
+use crate::pin;
 use crate::units::{Surrogate, Text};
 
 /// Batches with fewer bytes than this run on the calling thread: spreading them costs more
@@ -155,7 +156,17 @@ fn pool() -> Option<Arc<ThreadPool>> {
         Some(inherited) => std::mem::forget(inherited),
         None => {}
     }
-    let pool = Arc::new(rayon::ThreadPoolBuilder::new().build().ok()?);
+    let cpus = pin::allowed_cpus();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .thread_name(|index| format!("ctxbudget-{index}"))
+        .start_handler(move |index| {
+            if let Some(cpu) = pin::cpu_for(index, &cpus) {
+                pin::pin_to(cpu);
+            }
+        })
+        .build()
+        .ok()?;
+    let pool = Arc::new(pool);
     *slot = Some((pid, Arc::clone(&pool)));
     Some(pool)
 }

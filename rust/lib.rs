@@ -13,6 +13,7 @@ mod conservative;
 pub mod estimate;
 mod greedy;
 pub mod pairing;
+mod pin;
 pub mod profiles;
 pub mod scan;
 pub mod select;

@@ -1,10 +1,14 @@
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
+import sys
 import time
 import unicodedata
 import warnings
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -370,3 +374,42 @@ def test_a_character_the_filter_wrongly_has_is_counted_by_its_table() -> None:
         for _, theirs in ORACLES
     )
     assert estimate_tokens("💻" * 200, "conservative") >= worst
+
+
+_POOL_THREADS_CHILD = """
+import json, os
+from ctxbudget import estimate_batch
+estimate_batch(["agent text, line after line\\n" * 400] * 100)  # builds the pool
+threads = {}
+for tid in os.listdir("/proc/self/task"):
+    with open(f"/proc/self/task/{tid}/comm") as f:
+        name = f.read().strip()
+    if name.startswith("ctxbudget-"):
+        threads[name] = sorted(os.sched_getaffinity(int(tid)))
+print(json.dumps({"allowed": sorted(os.sched_getaffinity(0)), "threads": threads}))
+"""
+
+
+def _pool_threads(**env: str) -> dict[str, Any]:
+    got = subprocess.run(
+        [sys.executable, "-c", _POOL_THREADS_CHILD],
+        env=dict(os.environ, RAYON_NUM_THREADS="3", **env),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return cast(dict[str, Any], json.loads(got.stdout))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pins on Linux only")
+def test_the_pool_threads_run_each_on_a_processor_of_its_own() -> None:
+    """On a virtual machine the kernel may queue a woken pool thread behind another on one
+    processor for a millisecond or more: each is pinned to one the process may run on."""
+    got = _pool_threads()
+    allowed = got["allowed"]
+    assert sorted(got["threads"]) == ["ctxbudget-0", "ctxbudget-1", "ctxbudget-2"]
+    for name, cpus in got["threads"].items():
+        index = int(name.removeprefix("ctxbudget-"))
+        assert cpus == [allowed[index % len(allowed)]], (name, cpus, allowed)
+    left = _pool_threads(CTXBUDGET_NO_PIN="1")
+    assert all(cpus == left["allowed"] for cpus in left["threads"].values()), left
