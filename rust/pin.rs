@@ -1,13 +1,12 @@
 //! Keeping each thread of the estimator's pool on a processor of its own.
 //!
 //! A parallel estimate wakes the pool's threads, the first from the caller's processor, the
-//! second from the first's. On a virtual machine whose idle processors the hypervisor has
-//! parked, the kernel finds no idle processor to put the second on (a parked one does not
-//! count as idle) and queues it behind the first, on the same processor, until a load balance
-//! moves it, a millisecond or more later: on the 2-core machines here the second thread
-//! mostly never ran before the first had done every part, and a parallel estimate of a few
-//! milliseconds was slower than one on a single thread. A thread pinned to a processor of its
-//! own runs there as soon as it wakes.
+//! second from the first's. On the 2-core virtual machines here the kernel often queued the
+//! second behind the first on the same processor, for a millisecond or more, although the
+//! other processor was idle (a virtual processor the hypervisor has parked may not count as
+//! idle to it): after a pause, the second thread mostly never ran before the first had done
+//! every part, and a parallel estimate of a few milliseconds took longer than one on a single
+//! thread. A thread pinned to a processor of its own runs there as soon as it wakes.
 //!
 //! Thread `i` is pinned to the `i`-th processor the process may run on when the pool is built
 //! (its affinity mask: `taskset`, a container's cpuset). `CTXBUDGET_NO_PIN` in the environment
