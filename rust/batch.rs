@@ -156,11 +156,13 @@ fn pool() -> Option<Arc<ThreadPool>> {
         Some(inherited) => std::mem::forget(inherited),
         None => {}
     }
-    let cpus = pin::allowed_cpus();
+    let threads = pool_threads();
+    let cpus = pin::plan(threads);
     let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
         .thread_name(|index| format!("ctxbudget-{index}"))
         .start_handler(move |index| {
-            if let Some(cpu) = pin::cpu_for(index, &cpus) {
+            if let Some(&cpu) = cpus.get(index) {
                 pin::pin_to(cpu);
             }
         })
@@ -169,6 +171,17 @@ fn pool() -> Option<Arc<ThreadPool>> {
     let pool = Arc::new(pool);
     *slot = Some((pid, Arc::clone(&pool)));
     Some(pool)
+}
+
+/// The pool's size as rayon would choose it: `RAYON_NUM_THREADS` when it is a positive
+/// number, else the processors this process may use ([`std::thread::available_parallelism`]).
+fn pool_threads() -> usize {
+    std::env::var("RAYON_NUM_THREADS")
+        .ok()
+        .and_then(|n| n.parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .or_else(|| std::thread::available_parallelism().ok().map(usize::from))
+        .unwrap_or(1)
 }
 
 /// Texts smaller than this are estimated on the calling thread by [`estimate_parallel`].

@@ -8,13 +8,16 @@
 //! every part, and a parallel estimate of a few milliseconds took longer than one on a single
 //! thread. A thread pinned to a processor of its own runs there as soon as it wakes.
 //!
-//! Thread `i` is pinned to the `i`-th processor the process may run on when the pool is built
-//! (its affinity mask: `taskset`, a container's cpuset). `CTXBUDGET_NO_PIN` in the environment
-//! (any value) leaves the threads to the kernel. Linux only; elsewhere nothing is pinned.
+//! Threads are pinned only where the pool has one for each processor it may run on (the
+//! affinity mask of the thread that builds it: `taskset`, a container's cpuset): thread `i` to
+//! the `i`-th of them. A smaller pool (`RAYON_NUM_THREADS`, a container's CPU quota seen by
+//! [`std::thread::available_parallelism`]) is left to the kernel: pinned, every process
+//! configured alike would crowd the first processors. `CTXBUDGET_NO_PIN` in the environment
+//! (any value) leaves the threads to the kernel too. Linux only; elsewhere nothing is pinned.
 
 /// The processors this thread may run on, in order; empty where that is not known.
 #[cfg(target_os = "linux")]
-pub(crate) fn allowed_cpus() -> Vec<usize> {
+fn allowed_cpus() -> Vec<usize> {
     // SAFETY: `set` is a plain bit set the call fills; its size is passed with it.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
@@ -29,7 +32,7 @@ pub(crate) fn allowed_cpus() -> Vec<usize> {
 
 /// The processors this thread may run on: not known here.
 #[cfg(not(target_os = "linux"))]
-pub(crate) fn allowed_cpus() -> Vec<usize> {
+fn allowed_cpus() -> Vec<usize> {
     Vec::new()
 }
 
@@ -48,11 +51,17 @@ pub(crate) fn pin_to(cpu: usize) {
 #[cfg(not(target_os = "linux"))]
 pub(crate) fn pin_to(_cpu: usize) {}
 
-/// What the pool's thread `index` should be pinned to: a processor of `cpus` of its own while
-/// there are as many, none when pinning is turned off (`CTXBUDGET_NO_PIN`) or `cpus` is empty.
-pub(crate) fn cpu_for(index: usize, cpus: &[usize]) -> Option<usize> {
-    if std::env::var_os("CTXBUDGET_NO_PIN").is_some() || cpus.is_empty() {
-        return None;
+/// The processors to pin a pool of `threads` threads to, thread `i` to the `i`-th: the ones
+/// this thread may run on when there are exactly as many and pinning is not turned off
+/// (`CTXBUDGET_NO_PIN`); else none.
+pub(crate) fn plan(threads: usize) -> Vec<usize> {
+    if std::env::var_os("CTXBUDGET_NO_PIN").is_some() {
+        return Vec::new();
     }
-    Some(cpus[index % cpus.len()])
+    let cpus = allowed_cpus();
+    if cpus.len() == threads {
+        cpus
+    } else {
+        Vec::new()
+    }
 }

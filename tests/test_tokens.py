@@ -377,23 +377,32 @@ def test_a_character_the_filter_wrongly_has_is_counted_by_its_table() -> None:
 
 
 _POOL_THREADS_CHILD = """
-import json, os
+import json, os, time
 from ctxbudget import estimate_batch
 estimate_batch(["agent text, line after line\\n" * 400] * 100)  # builds the pool
-threads = {}
-for tid in os.listdir("/proc/self/task"):
-    with open(f"/proc/self/task/{tid}/comm") as f:
-        name = f.read().strip()
-    if name.startswith("ctxbudget-"):
-        threads[name] = sorted(os.sched_getaffinity(int(tid)))
+want = int(os.environ["RAYON_NUM_THREADS"])
+deadline = time.monotonic() + 10
+while True:  # a thread names and pins itself when it starts, maybe after the estimate
+    threads = {}
+    for tid in os.listdir("/proc/self/task"):
+        with open(f"/proc/self/task/{tid}/comm") as f:
+            name = f.read().strip()
+        if name.startswith("ctxbudget-"):
+            threads[name] = sorted(os.sched_getaffinity(int(tid)))
+    pinned = sum(len(cpus) == 1 for cpus in threads.values())
+    started = len(threads) == want and (pinned == want or not os.environ["WANT_PINNED"])
+    if started or time.monotonic() > deadline:
+        break
+    time.sleep(0.01)
 print(json.dumps({"allowed": sorted(os.sched_getaffinity(0)), "threads": threads}))
 """
 
 
-def _pool_threads(**env: str) -> dict[str, Any]:
+def _pool_threads(threads: int, pinned: bool, **env: str) -> dict[str, Any]:
+    base = {k: v for k, v in os.environ.items() if k != "CTXBUDGET_NO_PIN"}
     got = subprocess.run(
         [sys.executable, "-c", _POOL_THREADS_CHILD],
-        env=dict(os.environ, RAYON_NUM_THREADS="3", **env),
+        env=dict(base, RAYON_NUM_THREADS=str(threads), WANT_PINNED="1" if pinned else "", **env),
         capture_output=True,
         text=True,
         check=True,
@@ -404,12 +413,16 @@ def _pool_threads(**env: str) -> dict[str, Any]:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pins on Linux only")
 def test_the_pool_threads_run_each_on_a_processor_of_its_own() -> None:
     """On a virtual machine the kernel may queue a woken pool thread behind another on one
-    processor for a millisecond or more: each is pinned to one the process may run on."""
-    got = _pool_threads()
-    allowed = got["allowed"]
-    assert sorted(got["threads"]) == ["ctxbudget-0", "ctxbudget-1", "ctxbudget-2"]
-    for name, cpus in got["threads"].items():
-        index = int(name.removeprefix("ctxbudget-"))
-        assert cpus == [allowed[index % len(allowed)]], (name, cpus, allowed)
-    left = _pool_threads(CTXBUDGET_NO_PIN="1")
-    assert all(cpus == left["allowed"] for cpus in left["threads"].values()), left
+    processor for a millisecond or more: a pool with a thread for each processor the process
+    may run on has each pinned to one; a pool of another size, or with pinning turned off,
+    is left to the kernel."""
+    allowed = sorted(os.sched_getaffinity(0))
+    got = _pool_threads(len(allowed), pinned=True)
+    assert got["allowed"] == allowed
+    assert got["threads"] == {f"ctxbudget-{i}": [cpu] for i, cpu in enumerate(allowed)}
+    for other in (
+        _pool_threads(len(allowed) + 1, pinned=False),
+        _pool_threads(len(allowed), pinned=False, CTXBUDGET_NO_PIN="1"),
+    ):
+        assert other["threads"], other
+        assert all(cpus == allowed for cpus in other["threads"].values()), other
