@@ -416,7 +416,13 @@ fn digit_chars(p: &Piece, text: &[u8]) -> u64 {
 #[inline]
 fn digit_run_units(model: &Model, g: usize, chars: u64) -> u64 {
     let dg = model.digit_group.max(1);
-    let (full, rem) = (chars / u64::from(dg), chars % u64::from(dg));
+    // The encodings' groups as constants: a division by a variable is the dearest step of a
+    // digit run, and hex text has one every few bytes.
+    let (full, rem) = match dg {
+        1 => (chars, 0),
+        3 => (chars / 3, chars % 3),
+        _ => (chars / u64::from(dg), chars % u64::from(dg)),
+    };
     let mut c = full.saturating_mul(run_cost(model.table, g, dg));
     if rem > 0 {
         // Below `dg`, a `u32`.

@@ -96,19 +96,25 @@ pub(crate) fn window_units<const N: usize>(
         *hit &= !digits;
         *a = u64::from(hit.count_ones()) * ONE;
     }
-    // The rest, one by one, through the full costing.
     let last = settled.end();
-    let mut rest = settled.starts & !(1u64 << last) & !hits.iter().fold(u64::MAX, |all, h| all & h);
+    let pieces = settled.starts & !(1u64 << last);
+    // Digit runs cost by their length alone (hex text has one every few bytes): in a loop of
+    // their own, without the branches of the full costing.
+    let mut runs = pieces & digits;
+    while runs != 0 {
+        let start = runs.trailing_zeros();
+        runs &= runs - 1;
+        let end = (settled.starts & !(u64::MAX >> (63 - start))).trailing_zeros();
+        for (a, m) in acc.iter_mut().zip(models) {
+            *a += ascii_digit_units(m, end - start);
+        }
+    }
+    // The rest, one by one, through the full costing.
+    let mut rest = pieces & !digits & !hits.iter().fold(u64::MAX, |all, h| all & h);
     while rest != 0 {
         let start = rest.trailing_zeros();
         rest &= rest - 1;
         let end = (settled.starts & !(u64::MAX >> (63 - start))).trailing_zeros();
-        if digits & (1u64 << start) != 0 {
-            for (a, m) in acc.iter_mut().zip(models) {
-                *a += ascii_digit_units(m, end - start);
-            }
-            continue;
-        }
         let short = end - start <= SHORT;
         let span = (settled.at + start as usize, settled.at + end as usize);
         let hash = if short {
