@@ -481,6 +481,18 @@ impl Window<'_> {
     }
 }
 
+/// Each bit of `seeds` (a subset of `runs`) and every bit of `runs` above it in the same run
+/// of consecutive bits. Adding the seeds to the runs carries through each run from its lowest
+/// seed to its end, which flips those bits (the bit past the run is not in `runs`); a higher
+/// seed of the same run lands on a bit the carry cleared and flips back, so the seeds are
+/// put back by hand.
+#[allow(clippy::inline_always)] // hot path
+#[inline(always)]
+fn fill_up(runs: u64, seeds: u64) -> u64 {
+    debug_assert_eq!(seeds & !runs, 0);
+    ((runs.wrapping_add(seeds) ^ runs) | seeds) & runs
+}
+
 /// The piece starts of a classified window that begins at a piece start (bit 0), up to the
 /// last position where they are certain.
 #[allow(clippy::inline_always)] // hot path; keeps the window in registers (no struct copies)
@@ -502,12 +514,7 @@ fn starts(win: &mut Window<'_>, t: &[u8], base: usize, dialect: Dialect) -> u64 
     } else {
         m.nl
     } & valid;
-    let mut tail = m.nl & sh(raw_punct) & valid;
-    let mut through = chain;
-    for step in [1, 2, 4, 8, 16, 32] {
-        tail |= through & (tail << step);
-        through &= through << step;
-    }
+    let tail = fill_up(chain, m.nl & sh(raw_punct) & valid);
     let punct = raw_punct & !tail;
     let p_start = punct & !sh(punct) & !sh(m.space);
     let mut s = 1u64;
@@ -702,6 +709,26 @@ pub fn settle<'a>(
 mod tests {
     use crate::scan::{scan, scan_bytes, Dialect, Piece};
     use crate::testing::XorShift;
+
+    #[test]
+    fn fill_up_fills_each_run_from_its_lowest_seed() {
+        let mut rng = XorShift(0xF111_0500);
+        for _ in 0..200_000 {
+            // Runs of every density, seeds a sparse or dense part of them.
+            let runs = rng.next() | rng.next() & rng.next();
+            let seeds = runs & rng.next() & rng.next() & (rng.next() | rng.next());
+            // Bit by bit: a bit of a run is filled when some seed at or below it starts an
+            // unbroken stretch of the run up to it.
+            let want = (0..64).fold(0u64, |acc, bit| {
+                let filled = (0..=bit)
+                    .rev()
+                    .take_while(|&b| runs >> b & 1 == 1)
+                    .any(|b| seeds >> b & 1 == 1);
+                acc | u64::from(filled) << bit
+            });
+            assert_eq!(super::fill_up(runs, seeds), want, "{runs:#x} {seeds:#x}");
+        }
+    }
 
     #[test]
     fn every_path_classifies_each_byte_alike() {
