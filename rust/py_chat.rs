@@ -87,8 +87,8 @@ pub(crate) fn fields_of<'py>(
     let system = role == "system" || role == "developer";
     Ok(Fields {
         system,
-        // Counted when present, whatever its value, as the Python path counts it.
-        named: m.contains(intern!(py, "name")).map_err(|_| ())?,
+        // A name of `None` (as a dump of an SDK object writes it) is no name.
+        named: !name.is_none(),
         texts,
         args,
         calls: calls_made,

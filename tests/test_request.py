@@ -1417,3 +1417,32 @@ def test_invalidate_reaches_an_estimator_sharing_counts_of_langchain_messages() 
     a.invalidate(edited)
     cold = estimate_request(msgs, model="gpt-4o").total
     assert a.estimate(msgs).total == b.estimate(msgs).total == cold
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "Hello there",
+        [
+            {"type": "text", "text": "Hello there"},
+            {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}},
+        ],
+    ],
+)
+def test_a_name_of_none_is_no_name_on_every_path(
+    content: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dump of an SDK message writes ``"name": None``: no name is sent, none is framed, in
+    the core's walk, the Python fast path and the reader alike."""
+
+    def totals() -> tuple[int, int, int]:
+        def one(**extra: Any) -> int:
+            msg = {"role": "user", "content": content, **extra}
+            return estimate_request([msg], model="gpt-4o").total
+
+        return one(), one(name=None), one(name="bob")
+
+    with_core = totals()
+    assert with_core[0] == with_core[1] < with_core[2]
+    monkeypatch.setattr(request_module, "weigh_messages", _core_off)
+    assert totals() == with_core

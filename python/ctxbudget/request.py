@@ -362,7 +362,8 @@ def _count_chat_fast(m: Any, index: int, count: Counter, rule: str) -> _Counted 
     else:
         return None
     name = m.get("name")
-    if name is not None:
+    named = name is not None  # None, as a dump of an SDK object writes it: no name
+    if named:
         if type(name) is not str:
             return None  # the reader says what is wrong with it
         text += count(name) if name else 0
@@ -401,7 +402,7 @@ def _count_chat_fast(m: Any, index: int, count: Counter, rule: str) -> _Counted 
             calls += 1
     elif role == "tool" and type(m.get("tool_call_id")) is not str:
         raise MessageFormatError("missing or not a string", index, "tool_call_id", "openai_chat")
-    return (role in ("system", "developer"), text, args, calls, "name" in m, 0, True)
+    return (role in ("system", "developer"), text, args, calls, named, 0, True)
 
 
 def _count_parts(
