@@ -174,14 +174,19 @@ fn pool() -> Option<Arc<ThreadPool>> {
 }
 
 /// The pool's size as rayon would choose it: `RAYON_NUM_THREADS` when it is a positive
-/// number, else the processors this process may use ([`std::thread::available_parallelism`]).
+/// number, the processors this process may use when it is 0
+/// ([`std::thread::available_parallelism`]); when it is not set (or not a number), the
+/// deprecated `RAYON_RS_NUM_CPUS` when positive, else those processors.
 fn pool_threads() -> usize {
-    std::env::var("RAYON_NUM_THREADS")
-        .ok()
-        .and_then(|n| n.parse::<usize>().ok())
-        .filter(|&n| n > 0)
-        .or_else(|| std::thread::available_parallelism().ok().map(usize::from))
-        .unwrap_or(1)
+    let number = |name: &str| std::env::var(name).ok()?.parse::<usize>().ok();
+    let processors = || std::thread::available_parallelism().map_or(1, usize::from);
+    match number("RAYON_NUM_THREADS") {
+        Some(0) => processors(),
+        Some(n) => n,
+        None => number("RAYON_RS_NUM_CPUS")
+            .filter(|&n| n > 0)
+            .unwrap_or_else(processors),
+    }
 }
 
 /// Texts smaller than this are estimated on the calling thread by [`estimate_parallel`].

@@ -380,7 +380,7 @@ _POOL_THREADS_CHILD = """
 import json, os, time
 from ctxbudget import estimate_batch
 estimate_batch(["agent text, line after line\\n" * 400] * 100)  # builds the pool
-want = int(os.environ["RAYON_NUM_THREADS"])
+want = int(os.environ["WANT_THREADS"])
 deadline = time.monotonic() + 10
 while True:  # a thread names and pins itself when it starts, maybe after the estimate
     threads = {}
@@ -398,11 +398,18 @@ print(json.dumps({"allowed": sorted(os.sched_getaffinity(0)), "threads": threads
 """
 
 
+#: What sets the pool's size, in the caller's environment: not in the children's.
+_POOL_SIZE_VARIABLES = ("CTXBUDGET_NO_PIN", "RAYON_NUM_THREADS", "RAYON_RS_NUM_CPUS")
+
+
 def _pool_threads(threads: int, pinned: bool, **env: str) -> dict[str, Any]:
-    base = {k: v for k, v in os.environ.items() if k != "CTXBUDGET_NO_PIN"}
+    """The pool threads of a child given ``env`` (``RAYON_NUM_THREADS=threads`` unless
+    ``env`` sets the size otherwise), once its ``threads`` threads have started."""
+    base = {k: v for k, v in os.environ.items() if k not in _POOL_SIZE_VARIABLES}
+    size = {} if "RAYON_RS_NUM_CPUS" in env else {"RAYON_NUM_THREADS": str(threads)}
     got = subprocess.run(
         [sys.executable, "-c", _POOL_THREADS_CHILD],
-        env=dict(base, RAYON_NUM_THREADS=str(threads), WANT_PINNED="1" if pinned else "", **env),
+        env=dict(base, **size, WANT_THREADS=str(threads), WANT_PINNED="1" if pinned else "", **env),
         capture_output=True,
         text=True,
         check=True,
@@ -426,3 +433,7 @@ def test_the_pool_threads_run_each_on_a_processor_of_its_own() -> None:
     ):
         assert other["threads"], other
         assert all(cpus == allowed for cpus in other["threads"].values()), other
+    # The size rayon would take from its deprecated variable (RAYON_NUM_THREADS unset).
+    if len(allowed) > 1:
+        one = _pool_threads(1, pinned=False, RAYON_RS_NUM_CPUS="1")
+        assert list(one["threads"].values()) == [allowed], one
