@@ -441,6 +441,14 @@ pub(crate) fn ascii_digit_units(model: &Model, chars: u32) -> u64 {
 /// ([`merged_entry`]): a false positive of the filter would make a long piece one token.
 const LONG_PIECE: usize = 16;
 
+/// Estimates of this many bytes or more (in one text, or in all the chunks or texts one
+/// [`Estimator`] is given) first read the vocabulary filters through, in order. After a
+/// pause the processor's caches hold little of them, and the probes ask for their lines in no
+/// order, each a wait; one sequential read, which the prefetcher streams, takes a few
+/// microseconds (about 3% of estimating this many bytes, and nothing when they are cached).
+/// A batch of the 600-message conversation after 20 ms idle: 2.43 -> 2.12 ms.
+const WARM_MIN_LEN: usize = 128 * 1024;
+
 /// Slots of a [`Memo`].
 const MEMO_SLOTS: usize = 1 << 12;
 /// Texts shorter than this are estimated without a [`Memo`]: setting one up would cost more
@@ -569,6 +577,9 @@ pub struct Estimator {
     /// Split costs seen in the chunks so far, in the order of `acc` (set up on the first
     /// chunk long enough to pay for one).
     memos: [Option<Memo>; 3],
+    /// Bytes still to be fed before the vocabulary filters are read through
+    /// ([`WARM_MIN_LEN`]); `None` once they were.
+    until_warm: Option<usize>,
 }
 
 impl Estimator {
@@ -579,6 +590,7 @@ impl Estimator {
             encoding,
             acc: [0; 3],
             memos: [None, None, None],
+            until_warm: Some(WARM_MIN_LEN),
         }
     }
 
@@ -596,7 +608,28 @@ impl Estimator {
         for memo in &mut est.memos[..fitted] {
             *memo = Memo::for_text(len);
         }
+        est.warm_for(len);
         est
+    }
+
+    /// Counts `len` bytes toward [`WARM_MIN_LEN`], and once there reads the vocabulary
+    /// filters of the encoding (of the three `Conservative` takes) through, in order.
+    fn warm_for(&mut self, len: usize) {
+        let Some(left) = self.until_warm else {
+            return;
+        };
+        if len < left {
+            self.until_warm = Some(left - len);
+            return;
+        }
+        self.until_warm = None;
+        let encodings: &[Encoding] = match self.encoding {
+            Encoding::Conservative => &[Encoding::Cl100k, Encoding::Qwen3, Encoding::O200k],
+            _ => std::slice::from_ref(&self.encoding),
+        };
+        for m in encodings.iter().filter_map(|&e| model(e)) {
+            vocab::warm(m.vocab.filter.0);
+        }
     }
 
     /// The estimate so far, in whole tokens, and a fresh start for the next text (its memo
@@ -609,6 +642,7 @@ impl Estimator {
 
     /// Adds the estimate of `chunk` (UTF-8 expected; invalid bytes cost one token each).
     pub fn feed(&mut self, chunk: &[u8]) {
+        self.warm_for(chunk.len());
         if let Some(m) = model(self.encoding) {
             let memo = Memo::keep(&mut self.memos[0], chunk.len());
             self.acc[0] += units(chunk, &m, memo);
@@ -779,6 +813,27 @@ mod tests {
         "🎉🎉🎉 party 🥳 time 👨‍👩‍👧",
         "==========\n----------\n          \n\t\t\t\n",
     ];
+
+    #[test]
+    fn the_filters_are_read_through_once_enough_text_was_fed() {
+        let chunk = vec![b'a'; WARM_MIN_LEN / 4];
+        let mut est = Estimator::new(Encoding::O200k);
+        for left in [3, 2, 1] {
+            est.feed(&chunk);
+            assert_eq!(est.until_warm, Some(left * WARM_MIN_LEN / 4));
+        }
+        est.feed(&chunk);
+        assert_eq!(est.until_warm, None);
+        est.feed(&chunk);
+        assert_eq!(est.until_warm, None);
+        // Told the size up front (a batch of many small texts).
+        assert_eq!(
+            Estimator::for_bytes(Encoding::O200k, WARM_MIN_LEN).until_warm,
+            None
+        );
+        let small = Estimator::for_bytes(Encoding::Conservative, 100);
+        assert_eq!(small.until_warm, Some(WARM_MIN_LEN - 100));
+    }
 
     #[test]
     fn names_round_trip() {
