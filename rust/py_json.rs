@@ -15,7 +15,7 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
 /// Deepest nesting of a tool call's input (or a result) the Python readers accept (`_MAX_JSON_DEPTH` in
 /// `ctxbudget.formats.common`); deeper input is left to it, to raise its error.
-pub(crate) const MAX_JSON_DEPTH: usize = 256;
+const MAX_JSON_DEPTH: usize = 256;
 
 /// `json.dumps(value, ensure_ascii=False)` when `value` is plain JSON ([`plain_json`]);
 /// `Err(())` when it is not, or when Python's encoder raises. Where [`write`] stops at
@@ -181,7 +181,7 @@ fn itoa(n: i64, buf: &mut [u8; 20]) -> &str {
 /// Whether `value` nests at most [`MAX_JSON_DEPTH`] containers deep and holds only exact
 /// dicts, lists and tuples of exact strings, numbers, booleans and `None` (anything else is
 /// left to the Python path).
-pub(crate) fn plain_json(value: &Bound<'_, PyAny>) -> bool {
+fn plain_json(value: &Bound<'_, PyAny>) -> bool {
     let mut stack = vec![(value.clone(), 1)];
     while let Some((item, depth)) = stack.pop() {
         let children: Vec<Bound<'_, PyAny>> = if let Ok(d) = item.cast_exact::<PyDict>() {

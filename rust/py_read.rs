@@ -1,6 +1,7 @@
 //! Typed lookups for the walks over message dicts: each takes a field only in the exact form
-//! the Python readers take it the same way (an exact `str`, `dict`, `list`, plain JSON), and
-//! answers `Err(())` for anything else, which leaves the message to the Python path.
+//! the Python readers take it the same way (an exact `str`, `dict`, `list`; JSON values in
+//! [`py_json`](crate::py_json)), and answers `Err(())` for anything else, which leaves the
+//! message to the Python path.
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
