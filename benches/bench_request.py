@@ -6,6 +6,7 @@ same way when the shared data is absent. Measured in the same run:
 
 - ``cold``: :func:`ctxbudget.estimate_request` from the caller's dicts, nothing cached;
   ``cold_after_idle``: the same, each call after 20 ms of idle, as an agent loop calls it;
+  ``strings_alone``: the estimator's part of it, the strings the walk counts in one batch;
 - ``cold_other_formats``: the same, with the conversation written in Anthropic Messages,
   Responses and Gemini form beforehand (conversion not timed); ``cold_langchain``: as
   LangChain message objects; ``cold_genai_contents``: as google-genai ``Content`` objects;
@@ -34,6 +35,7 @@ from typing import Any
 import pytest
 
 from benches.replay_trajectories import SHARED_TRAJECTORIES, load_runs
+from ctxbudget import estimate_batch
 from ctxbudget.calibration import CalibrationTracker
 from ctxbudget.messages import convert_messages
 from ctxbudget.request import RequestEstimator, estimate_request
@@ -148,6 +150,21 @@ def test_cold(benchmark: Any) -> None:
     benchmark.extra_info["bytes"] = SIZE
     est = benchmark(estimate_request, CONVERSATION, tools=TOOLS, model="gpt-4o")
     benchmark.extra_info["tokens"] = est.total
+
+
+def test_strings_alone(benchmark: Any) -> None:
+    """The part of ``cold`` that is the estimator: every string the walk counts (non-empty
+    contents, tool-call arguments and names) in one ``estimate_batch``, on all cores (one with
+    ``RAYON_NUM_THREADS=1``)."""
+    strings = [m["content"] for m in CONVERSATION if m.get("content")]
+    for m in CONVERSATION:
+        for call in m.get("tool_calls") or []:
+            strings += [call["function"]["arguments"], call["function"]["name"]]
+    benchmark.group = "request-600msg-strings"
+    benchmark.extra_info["strings"] = len(strings)
+    benchmark.pedantic(
+        estimate_batch, args=(strings,), kwargs={"encoding": "o200k"}, rounds=300, iterations=1
+    )
 
 
 #: What an agent loop leaves between two estimates at the least: the model's answer takes
