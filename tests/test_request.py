@@ -1268,6 +1268,27 @@ def test_a_cold_estimate_weighed_in_the_core_leaves_the_python_loops_state(
     assert with_core == run()
 
 
+def test_the_one_shot_estimate_of_caller_objects_is_the_first_estimate_of_an_estimator() -> None:
+    """LangChain messages (one of them two tool results, so two dicts) and google-genai
+    contents: ``estimate_request`` converts them keeping nothing, with the same numbers."""
+    lc = pytest.importorskip("langchain_core.messages")
+    types = pytest.importorskip("google.genai.types")
+    from ctxbudget.messages import to_langchain
+
+    chat = [*PLAIN, *PLAIN]
+    calls = [{"id": f"t{i}", "name": "bash", "args": {"c": "ls"}} for i in (1, 2)]
+    results = [{"type": "tool_result", "tool_use_id": f"t{i}", "content": "out"} for i in (1, 2)]
+    two_results = [lc.AIMessage(content="", tool_calls=calls), lc.HumanMessage(content=results)]
+    gemini = convert_messages(chat, to="gemini", strict=False)
+    contents = [types.Content.model_validate(c) for c in gemini.messages]
+    for msgs, system in ((to_langchain(chat), None), ([*to_langchain(chat), *two_results], None),
+                         (contents, gemini.system)):  # fmt: skip
+        kept = RequestEstimator("gpt-4o").estimate(msgs, system=system, tools=TOOLS)
+        once = estimate_request(msgs, system=system, tools=TOOLS, model="gpt-4o")
+        assert once == kept
+        assert len(once.per_message) == len(msgs)
+
+
 @pytest.mark.parametrize("fmt", list(WALKS))
 def test_the_one_shot_estimate_is_the_first_estimate_of_an_estimator(fmt: str) -> None:
     """``estimate_request`` keeps nothing for a next estimate (its estimator is dropped): the

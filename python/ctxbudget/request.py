@@ -859,6 +859,8 @@ class RequestEstimator:
         the core walks, each converted once: an object seen before, with the same fields,
         gives the same dicts, so the per-message counts and the unchanged prefix apply as they
         do to dicts."""
+        if self._once:  # no next estimate to re-use the conversions in
+            return self._converted_once(msgs, convert)
         seen = self._converted
         kept: dict[int, tuple[Any, tuple[Any, ...], list[Any]]] = {}
         out: list[Any] = []
@@ -874,6 +876,18 @@ class RequestEstimator:
         self._converted = kept
         if len(out) != len(msgs):
             self._spans = [len(kept[id(m)][2]) for m in msgs]
+        return out
+
+    def _converted_once(self, msgs: list[Any], convert: Callable[[Any], list[Any]]) -> list[Any]:
+        """:meth:`_from_objects` keeping nothing: each object converted, the spans noted."""
+        out: list[Any] = []
+        spans = []
+        for m in msgs:
+            converted = convert(m)
+            out.extend(converted)
+            spans.append(len(converted))
+        if len(out) != len(msgs):
+            self._spans = spans
         return out
 
     def _forget_absent(self, msgs: list[Any]) -> None:
