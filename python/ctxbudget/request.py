@@ -792,6 +792,8 @@ class RequestEstimator:
         self._acc = tuple(acc)
         self._per_message = per_message
         self._weighed = weighed
+        if self._once:  # no next estimate to compare the messages' fields with
+            return self._assemble(fmt, system, tools, max_tokens)
         if not k:
             self._forget_absent(msgs)
         if k and _all_dicts(new):
