@@ -46,6 +46,8 @@ mod py_read;
 #[cfg(feature = "python")]
 mod py_responses;
 #[cfg(feature = "python")]
+mod py_same;
+#[cfg(feature = "python")]
 mod py_stream;
 #[cfg(feature = "python")]
 mod py_weigh;

@@ -485,6 +485,8 @@ mod _core {
     #[pymodule_export]
     use crate::py_prefix::unchanged_prefix;
     #[pymodule_export]
+    use crate::py_same::same_value;
+    #[pymodule_export]
     use crate::py_stream::TextStream;
     #[pymodule_export]
     use crate::py_weigh::weigh_messages;

@@ -5,7 +5,8 @@
 //! same objects with the same content fields? In Python that is a list comparison plus one
 //! `map(dict.get, ...)` list per field, each built and compared: most of an appended turn's
 //! cost. Here it is one loop over the messages with no list built, comparing pointers; only
-//! objects that are not the same ones are compared with `==`.
+//! objects that are not the same ones are compared, by value and type (`rust/py_same.rs`:
+//! `1 == 1.0` in Python, but the two are written, and counted, differently).
 //!
 //! A cache that passes a [`DictVersions`] skips even the field lookups of a message that is
 //! the same dict, unchanged since its fields last matched (see [`crate::py_dict_versions`]).
@@ -15,20 +16,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
 use crate::py_dict_versions::{record, version, DictVersions, Mark, MARK_KEYS};
-
-/// `a == b` for two objects that are not the same one (the caller checked identity).
-fn equal(py: Python<'_>, a: *mut ffi::PyObject, b: *mut ffi::PyObject) -> PyResult<bool> {
-    // SAFETY: both pointers were read under the GIL from live lists or dicts, with no Python
-    // code run since; the owned references taken here keep them alive while `__eq__` runs,
-    // which may change those containers.
-    let (a, b) = unsafe {
-        (
-            Bound::from_borrowed_ptr(py, a),
-            Bound::from_borrowed_ptr(py, b),
-        )
-    };
-    a.eq(b)
-}
+use crate::py_same::same_ptr as equal;
 
 /// Item `i` of `list` (borrowed), or None past its end: a caller's `__eq__` may have
 /// shortened it since its length was read.
@@ -38,8 +26,9 @@ fn item(list: &Bound<'_, PyList>, i: usize) -> Option<*mut ffi::PyObject> {
 }
 
 /// How many leading `messages` are unchanged since `previous`: `len(previous)` when each of
-/// them is equal to (usually: is) the message at its index and, for every key `keys[j]`, its
-/// `dict.get(keys[j])` equals `refs[j][i]`; else 0 (all or nothing). 0 as well when a message
+/// them is the same as (usually: is) the message at its index and, for every key `keys[j]`,
+/// its `dict.get(keys[j])` is the same as `refs[j][i]` (or equal to it with the same types
+/// throughout, [`same_value`](crate::py_same::same_value)); else 0 (all or nothing). 0 as well when a message
 /// is not a dict or the saved lists are not laid out as described: the caller then counts
 /// every message again, which is always right.
 ///

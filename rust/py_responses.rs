@@ -75,8 +75,8 @@ fn summary_text(summary: Option<Bound<'_, PyAny>>) -> Result<Option<Bound<'_, Py
 
 /// What the Python path would count in item `m`, its strings pushed to `strings` (texts, then
 /// call arguments); or `Err(())` when it is not a plain item. The strings counted are those of
-/// [`Fields::refs`], `(content, arguments, output, summary, type, role, name, call_id)`, or
-/// made from them: every field the count depends on.
+/// [`Fields::refs`], `(content, arguments, output, summary, type, role, name, call_id, input)`,
+/// or made from them: every field the count depends on.
 pub(crate) fn fields_of<'py>(
     m: &Bound<'py, PyAny>,
     strings: &mut Vec<Bound<'py, PyString>>,
@@ -92,9 +92,10 @@ pub(crate) fn fields_of<'py>(
         intern!(py, "role"),
         intern!(py, "name"),
         intern!(py, "call_id"),
+        intern!(py, "input"),
     ];
     let refs = get_all(m, keys)?;
-    let [content, arguments, output, summary, kind, role, name, call_id] = &refs;
+    let [content, arguments, output, summary, kind, role, name, call_id, _input] = &refs;
     let kind_str = if kind.is_none() {
         None
     } else {

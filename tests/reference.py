@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import struct
 from collections import defaultdict
 from typing import Any
 
@@ -107,11 +108,31 @@ def fresh_tail(
     return floor
 
 
+def same_value(a: Any, b: Any, depth: int = 200) -> bool:
+    """Equal with the same types throughout (dicts item by item in order, floats by their
+    bits), identity first; past ``depth`` levels of nesting: not the same."""
+    if a is b:
+        return True
+    if type(a) is not type(b) or depth == 0:
+        return False
+    if type(a) is dict:
+        return _same_items(list(a.items()), list(b.items()), depth)
+    if type(a) in (list, tuple):
+        return _same_items(a, b, depth)
+    if type(a) is float:
+        return struct.pack("<d", a) == struct.pack("<d", b)
+    return bool(a == b)
+
+
+def _same_items(a: Any, b: Any, depth: int) -> bool:
+    return len(a) == len(b) and all(same_value(x, y, depth - 1) for x, y in zip(a, b, strict=True))
+
+
 def unchanged_prefix(
     messages: list[Any], previous: list[Any], refs: list[list[Any]], keys: tuple[str, ...]
 ) -> int:
-    """``len(previous)`` when ``messages`` starts with ``previous`` (``==``, identity first) and
-    each message's ``dict.get(keys[j])`` equals ``refs[j][i]``; else 0. Not dicts: 0."""
+    """``len(previous)`` when ``messages`` starts with ``previous`` (:func:`same_value`) and
+    each message's ``dict.get(keys[j])`` is the same as ``refs[j][i]``; else 0. Not dicts: 0."""
     k = len(previous)
     if k == 0 or len(messages) < k or len(refs) != len(keys):
         return 0
@@ -119,12 +140,11 @@ def unchanged_prefix(
         return 0
     for i in range(k):
         m, p = messages[i], previous[i]
-        if m is not p and m != p:
+        if not same_value(m, p):
             return 0
         if not isinstance(m, dict):
             return 0
         for key, column in zip(keys, refs, strict=True):
-            v, r = dict.get(m, key), column[i]
-            if v is not r and v != r:
+            if not same_value(dict.get(m, key), column[i]):
                 return 0
     return k

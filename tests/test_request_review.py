@@ -423,3 +423,101 @@ def test_tiktoken_counts_special_token_text_as_text() -> None:
     framing = PROFILES["openai"].per_message
     assert est.per_message[0] == len(enc.encode_ordinary(text)) + framing
     assert counter_for(enc).accuracy is Accuracy.EXACT
+
+
+def _kept_and_fresh(model: str, msgs: list[Any], edit: Callable[[list[Any]], object]) -> None:
+    """A kept estimator, after ``edit``, counts what a fresh estimate of the result does."""
+    est = RequestEstimator(model)
+    est.estimate(msgs)
+    edit(msgs)
+    assert est.estimate(msgs).total == estimate_request(msgs, model=model).total
+
+
+@pytest.mark.parametrize("new", [1.0, True])
+def test_a_content_replaced_by_one_equal_but_written_apart_is_counted_again(new: object) -> None:
+    """``[1] * 50 == [1.0] * 50`` in Python; the JSON the count reads is not the same."""
+    msgs: list[Any] = [
+        {"role": "user", "content": "Run it."},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {"x": [1] * 50}}],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}],
+        },
+    ]
+
+    def edit(ms: list[Any]) -> None:
+        ms[1]["content"] = [
+            {"type": "tool_use", "id": "t1", "name": "f", "input": {"x": [new] * 50}}
+        ]
+
+    _kept_and_fresh("claude-sonnet-4-5", msgs, edit)
+
+
+def test_tools_edited_to_equal_but_written_apart_values_are_counted_again() -> None:
+    tools = [{"name": "f", "input_schema": {"type": "object", "enum": [1] * 40}}]
+    msgs = [{"role": "user", "content": "hi"}]
+    est = RequestEstimator("claude-sonnet-4-5")
+    est.estimate(msgs, tools=tools)
+    tools[0]["input_schema"]["enum"] = [1.0] * 40
+    fresh = estimate_request(msgs, tools=tools, model="claude-sonnet-4-5")
+    assert est.estimate(msgs, tools=tools).total == fresh.total
+
+
+def test_a_custom_tool_calls_input_replaced_is_counted_again() -> None:
+    msgs: list[Any] = [
+        {"role": "user", "content": "Patch it."},
+        {"type": "custom_tool_call", "call_id": "c1", "name": "patch", "input": "x"},
+        {"type": "custom_tool_call_output", "call_id": "c1", "output": "ok"},
+    ]
+    _kept_and_fresh("gpt-5", msgs, lambda ms: ms[1].__setitem__("input", "a longer patch " * 50))
+
+
+def test_invalidating_an_edited_message_reads_the_format_again() -> None:
+    """Text parts fit Chat Completions and Anthropic alike; an Anthropic image block added
+    in place, then ``invalidate(message)``, reads as Anthropic, as a fresh estimate does."""
+    m: dict[str, Any] = {"role": "user", "content": [{"type": "text", "text": "Look."}]}
+    est = RequestEstimator("gpt-4o")
+    est.estimate([m])
+    m["content"].append({"type": "image", "source": {"type": "url", "url": "https://x/a.png"}})
+    est.invalidate(m)
+    assert est.estimate([m]).total == estimate_request([m], model="gpt-4o").total
+
+
+def test_a_refused_list_decides_no_format() -> None:
+    user = {"role": "user", "content": "hello"}
+    assistant = {"role": "assistant", "content": "hi"}
+    est = RequestEstimator("claude-sonnet-4-5")
+    est.estimate([user, assistant])
+    with pytest.raises(MessageFormatError, match="tool_call_id"):
+        est.estimate([user, assistant, {"role": "tool", "content": "x"}])
+    image = {
+        "role": "user",
+        "content": [{"type": "image", "source": {"type": "url", "url": "https://x/a.png"}}],
+    }
+    msgs = [user, assistant, image]
+    assert est.format is None
+    assert est.estimate(msgs).total == estimate_request(msgs, model="claude-sonnet-4-5").total
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "where"),
+    [
+        ({"system": [None]}, "request, field 'system[0]'"),
+        ({"system": {"parts": [{"text": 5}]}}, "request, field 'system.parts[0].text'"),
+        ({"tools": {"type": "function", "function": {"name": "f"}}}, "request, field 'tools'"),
+    ],
+)
+def test_errors_in_the_system_prompt_and_tools_name_the_request(
+    kwargs: dict[str, Any], where: str
+) -> None:
+    with pytest.raises(MessageFormatError) as info:
+        estimate_request([{"role": "user", "content": "hi"}], model="gpt-4o", **kwargs)
+    assert str(info.value).startswith(where) and info.value.index is None
+
+
+def test_a_content_of_another_type_says_a_string_or_a_list() -> None:
+    with pytest.raises(MessageFormatError, match="expected a string or a list, got int"):
+        estimate_request([{"role": "user", "content": 5}], model="gpt-4o")

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from ctxbudget._core import DictVersions, unchanged_prefix
+from ctxbudget._core import DictVersions, same_value, unchanged_prefix
 from ctxbudget.request import RequestEstimator
 from ctxbudget.turns import ScanCache
 from tests import reference
@@ -84,6 +84,45 @@ def test_equal_but_new_objects_count_as_unchanged() -> None:
         {**m, "content": "".join(m["content"] or "")} if m["content"] else m for m in previous
     ]
     assert _both(messages, previous, refs) == 10
+
+
+#: Values Python calls equal whose JSON, and so whose count, differs.
+EQUAL_BUT_WRITTEN_APART: list[tuple[Any, Any]] = [
+    (1, 1.0),
+    (1, True),
+    (0.0, -0.0),
+    ({"a": 1, "b": 2}, {"b": 2, "a": 1}),
+    ({1: "x"}, {True: "x"}),
+    ([1, [2, {"n": 3}]], [1, [2, {"n": 3.0}]]),
+    ((1, 2), (1, 2.0)),
+]
+
+
+@pytest.mark.parametrize(("a", "b"), EQUAL_BUT_WRITTEN_APART)
+def test_values_equal_but_written_apart_count_as_changed(a: Any, b: Any) -> None:
+    assert a == b and not same_value(a, b) and not same_value(b, a)
+    assert same_value(a, copy.deepcopy(a)) and same_value(b, copy.deepcopy(b))
+    previous = _history(6)
+    refs = _refs(previous)
+    messages = [dict(m) for m in previous]
+    previous[2]["content"], refs[0][2] = a, a
+    assert _both([*messages[:2], {**previous[2]}, *messages[3:]], previous, refs) == 6
+    assert _both([*messages[:2], {**previous[2], "content": b}, *messages[3:]], previous, refs) == 0
+
+
+def test_values_too_deep_to_compare_count_as_changed() -> None:
+    def nested(levels: int) -> Any:
+        value: Any = "leaf"
+        for _ in range(levels):
+            value = [value]
+        return value
+
+    deep = nested(5_000)
+    assert same_value(deep, deep)
+    assert not same_value(deep, nested(5_000))
+    assert same_value(nested(150), nested(150))
+    shallow = [[["leaf"]]]
+    assert same_value(shallow, copy.deepcopy(shallow))
 
 
 def test_shapes_that_are_not_known_give_zero() -> None:
@@ -182,9 +221,10 @@ def test_an_eq_that_raises_propagates() -> None:
         __hash__ = None  # type: ignore[assignment]
 
     previous = _history(4)
+    previous[0]["content"] = Broken()
     messages = [dict(m) for m in previous]
     refs = _refs(previous)
-    messages[0]["content"] = Broken()
+    messages[0]["content"] = Broken()  # of the same type: compared with its __eq__
     with pytest.raises(RuntimeError, match="no compare"):
         unchanged_prefix(messages, previous, refs, KEYS)
 
@@ -199,8 +239,10 @@ def test_random_edits_match_the_reference() -> None:
             if not messages:
                 break
             i = rng.randrange(len(messages))
-            action = rng.randrange(5)
-            if action == 0:
+            action = rng.randrange(6)
+            if action == 5:  # equal by ==, written apart
+                messages[i] = {**messages[i], "content": rng.choice([1, 1.0, True, None])}
+            elif action == 0:
                 messages[i] = {**messages[i], "content": "edited"}
             elif action == 1:
                 messages[i] = {**messages[i], "role": "system"}

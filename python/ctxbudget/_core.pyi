@@ -16,6 +16,7 @@ __all__ = [
     "estimate_batch",
     "estimate_tokens",
     "json_text_of",
+    "same_value",
     "select_largest",
     "unchanged_prefix",
     "validate_pairing",
@@ -67,6 +68,7 @@ class TextStream:
     def feed(self, data: _BytesLike, /) -> None: ...
     def finish(self) -> tuple[int, list[int], int]: ...
 
+def same_value(a: Any, b: Any, /) -> bool: ...
 def unchanged_prefix(
     messages: list[Any],
     previous: list[Any],

@@ -101,8 +101,10 @@ class GuardedRequest:
             unchanged messages are the caller's own objects.
         system: The system prompt, as given.
         tools: The tool definitions, as given.
-        max_tokens: The output cap to send (lowered by the guard after an overflow that only
-            the output reserve caused).
+        max_tokens: The output cap to send: the caller's, lowered by the guard after an
+            overflow that only the output reserve caused; or, where the caller gave none and
+            the provider said it then counts a default output that does not fit beside the
+            input (a 13,000-token default under a 16,000 limit), what the limit leaves.
         estimate: The calibrated estimate of the input the guard checked against the budget.
         attempt: 1 for the first dispatch, 2 for the retry after an overflow.
         reason: ``proactive`` (first dispatch) or ``overflow`` (the retry).
@@ -540,7 +542,10 @@ class ContextGuard:
             raise ContextOverflowError.from_info(
                 info, model=self.model, reason=f"recovery could not make it fit: {exc}"
             ) from error
-        if _same_messages(retry.messages, request.messages):
+        if (
+            _same_messages(retry.messages, request.messages)
+            and retry.max_tokens == request.max_tokens
+        ):
             raise ContextOverflowError.from_info(
                 info, model=self.model, reason="nothing left to prune, stub or compact"
             ) from error
@@ -672,8 +677,9 @@ class ContextGuard:
             view, est = stub_fresh()
         self._check_pairing(call.fmt, view)
         self._ratio = est.total / max(1, est.raw.total)
+        sent = max_tokens if max_tokens is not None else self._default_cap(est)
         request = GuardedRequest(
-            view, system, tools, max_tokens, est, 1, reason, self._default_output(max_tokens)
+            view, system, tools, sent, est, 1, reason, self._default_output(max_tokens)
         )
         over = room.over(est)
         budget = self._budget(max_tokens)
@@ -686,12 +692,35 @@ class ContextGuard:
         try:
             self._enforce(view, est, max_tokens)
         except ContextBudgetError as exc:
+            if self._takes_smaller_cap(sent, max_tokens):
+                return request  # what the limit leaves is enough to answer in
             if not call.compaction_failed:
                 raise
             failure = call.compaction_failed[-1]
             add_note(exc, f"compaction was tried and failed: {failure}")
             raise exc from failure.__cause__ or failure
         return request
+
+    def _default_cap(self, est: CalibratedEstimate) -> int | None:
+        """The output cap to send when the caller gave none: none, unless the provider said
+        (in an overflow error) that it then counts a default output of its own, and that does
+        not fit beside this input; then what its limit leaves, which the budget kept at least
+        :meth:`~ctxbudget.limits.StatedLimit.output_floor`."""
+        stated = self._limit
+        if stated is None or stated.output is None or stated.input_only:
+            return None
+        window = self._budget(None).window
+        if est.total + stated.output <= window:
+            return None
+        return max(1, window - est.total)
+
+    def _takes_smaller_cap(self, sent: int | None, max_tokens: int | None) -> bool:
+        """Whether a request the caller gave no ``max_tokens`` may go with the cap ``sent``
+        although its input leaves less than the output floor: the cap is at least
+        :meth:`~ctxbudget.limits.StatedLimit.least_output` (``sent`` fits the limit beside
+        the input by its construction)."""
+        least = self._limit.least_output() if self._limit is not None else None
+        return max_tokens is None and sent is not None and least is not None and sent >= least
 
     def _default_output(self, max_tokens: int | None) -> int | None:
         """The output cap a request without ``max_tokens`` is sent with where the API

@@ -36,6 +36,20 @@ class StatedLimit:
     input_only: bool
     output: int | None
 
+    def output_floor(self) -> int | None:
+        """The output room kept free for a request that asks for none: the provider's default
+        output, up to half the limit. Where the input leaves less than the default (13,000
+        of a 16,000 limit), the guard sends a cap of what the limit leaves: at least this,
+        or at least :meth:`least_output` when no pruning gets the input that small."""
+        if self.output is None:
+            return None
+        return min(self.output, self.tokens // 2)
+
+    def least_output(self) -> int | None:
+        """The smallest cap the guard sends in place of the provider's default output: half
+        of it (as when it lowers ``max_tokens`` after an overflow)."""
+        return None if self.output is None else -(-self.output // 2)
+
     def budget(self, base: ContextWindowBudget, max_tokens: int | None) -> ContextWindowBudget:
         """``base`` for a request with ``max_tokens`` under this limit."""
         if self.input_only:  # the input up to the limit, the output as ``base`` reserves it
@@ -44,8 +58,8 @@ class StatedLimit:
             return ContextWindowBudget(
                 window, reserve, margin=0, max_reserve_fraction=None, model=base.model
             )
-        # The provider's default output, when the request asks for none: kept at least.
-        floor = self.output if max_tokens is None else None
+        # The provider's default output, when the request asks for none (see output_floor).
+        floor = self.output_floor() if max_tokens is None else None
         reserved = max((x for x in (base.reserved_output, floor) if x is not None), default=None)
         return ContextWindowBudget(
             min(base.window, self.tokens), reserved, margin=base.margin,

@@ -298,13 +298,18 @@ def _system_messages(system: Any) -> list[Message]:
         return []
     if isinstance(system, str):
         return [Message("system", (Part("text", text=system),), style="str")]
-    if _is_genai_object(system) or (isinstance(system, Mapping) and "parts" in system):
-        content = _read_gemini(_genai_to_dict(system), 0)
-        return [Message("system", content.parts, style="list", provider="gemini")]
-    if isinstance(system, list):
-        r = _Reader("anthropic", 0)
-        parts = tuple(_anth_block(r, b, f"system[{i}]") for i, b in enumerate(system))
-        return [Message("system", parts, style="list", provider="anthropic")]
+    try:
+        if _is_genai_object(system) or (isinstance(system, Mapping) and "parts" in system):
+            content = _read_gemini(_genai_to_dict(system), 0)
+            return [Message("system", content.parts, style="list", provider="gemini")]
+        if isinstance(system, list):
+            r = _Reader("anthropic", 0)
+            parts = tuple(_anth_block(r, b, f"system[{i}]") for i, b in enumerate(system))
+            return [Message("system", parts, style="list", provider="anthropic")]
+    except MessageFormatError as e:
+        # Read as message 0 of its format; it is the request's system prompt.
+        field = e.field if e.field.startswith("system") else f"system.{e.field}"
+        raise MessageFormatError(e.reason, None, field, e.format) from None
     raise MessageFormatError(
         f"expected a string, text blocks or a content, got {type(system).__name__}",
         None,

@@ -37,7 +37,7 @@ from functools import partial
 from itertools import repeat
 from typing import Any
 
-from ctxbudget._core import DictVersions, unchanged_prefix, weigh_messages
+from ctxbudget._core import DictVersions, same_value, unchanged_prefix, weigh_messages
 from ctxbudget.counting import Accuracy, TokenCounter, counter_for, encoding_for_model
 from ctxbudget.formats.common import (
     _genai_to_dict,
@@ -321,7 +321,7 @@ _FAST_KEYS: dict[str, tuple[str, ...]] = {
         "tool_call_id", "refusal",
     ),
     "openai_responses": (
-        "content", "arguments", "output", "summary", "type", "role", "name", "call_id",
+        "content", "arguments", "output", "summary", "type", "role", "name", "call_id", "input",
     ),
     "anthropic": ("content", "role"),
     "gemini": ("parts", "role"),
@@ -502,12 +502,13 @@ def _snapshot(value: Any) -> Any:
 
 
 def _unchanged(value: Any, ref: Any, snapshot: Any) -> bool:
-    """Whether ``value`` is what was counted: equal to its snapshot (a C-level comparison,
-    mostly of identical objects), or the very object when it could not be copied."""
+    """Whether ``value`` is what was counted: the same as its snapshot (equal, with the same
+    types throughout: ``1 == 1.0``, but their JSON differs), or the very object when it could
+    not be copied."""
     if snapshot is _UNCOPIED:
         return value is ref
     try:
-        return bool(value == snapshot)
+        return same_value(value, snapshot)
     except Exception:  # a value that cannot be compared counts as changed
         return False
 
@@ -522,7 +523,7 @@ class RequestEstimator:
     Re-estimating after messages were appended counts only the new ones. A message counts as
     unchanged when it is the same object as before **and** its content fields are the same
     objects (``content``, ``tool_calls``, ``reasoning_content``, ``refusal`` for Chat Completions;
-    ``content``/``arguments``/``output``/``summary`` for Responses; ``content`` for
+    ``content``/``arguments``/``output``/``summary``/``input`` for Responses; ``content`` for
     Anthropic; ``parts`` for Gemini). So replacing ``message["content"]`` with a new string
     or list is noticed. Mutating a nested list or dict in place (``message["content"].append
     (...)``, editing one tool call's arguments inside the same ``tool_calls`` list) is not:
@@ -532,6 +533,10 @@ class RequestEstimator:
     place or not, at any depth. LangChain messages are converted to dicts once each (again
     when their ``content`` or ``tool_calls`` is replaced); their fields are still checked
     every turn, about a microsecond or two per message.
+
+    The format, unless given, is detected: once a message shows it (a ``tool_calls`` field, an
+    Anthropic block, ...) it holds for the estimator's life, as for one conversation; a list
+    that is refused (a :class:`~ctxbudget.messages.MessageFormatError`) decides nothing.
 
     Thread-safe: one estimator may be shared by several threads (calls are serialised).
 
@@ -617,6 +622,8 @@ class RequestEstimator:
             else:
                 self._by_id.pop(id(message), None)
                 self._converted.pop(id(message), None)  # a LangChain or genai object: convert again
+                # The edit may show the format where the list had not yet: read it again.
+                self._fits_seen = SeenFits(keeps_decided=True)
             self._edits[0] += 1  # every sharing estimator re-sums from the per-message cache
             if message is None:
                 self._reset()
@@ -641,12 +648,12 @@ class RequestEstimator:
         refs = tuple(map(m.get, keys)) if type(m) is dict else _attr_refs(m, keys)
         key = id(m)
         hit = self._by_id.get(key)
-        if hit is not None and hit[0] is m and hit[1] == refs:
+        if hit is not None and hit[0] is m and same_value(hit[1], refs):
             return hit[2]
         early = ahead.get(key)
         # Weighed ahead from the fields it has now? (Else counted again here: the count kept
         # is always that of the fields kept with it.)
-        if early is not None and early[0] == refs:
+        if early is not None and same_value(early[0], refs):
             weighed = early[1]
         else:
             weighed = self._weigh(self._count_new(m, index, fmt, count, rule))
@@ -701,7 +708,15 @@ class RequestEstimator:
         """
         check_max_tokens(max_tokens)
         with self._lock:
-            return self._estimate(messages, system, tools, max_tokens)
+            decided = self.format
+            try:
+                return self._estimate(messages, system, tools, max_tokens)
+            except BaseException:
+                # A list that was refused decides nothing: the next one is read afresh (its
+                # malformed message may be what showed a format).
+                self.format = decided
+                self._fits_seen = SeenFits(keeps_decided=True)
+                raise
 
     def _estimate(
         self,

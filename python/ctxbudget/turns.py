@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from itertools import repeat
 from typing import Any, Literal
 
-from ctxbudget._core import DictVersions, unchanged_prefix
+from ctxbudget._core import DictVersions, same_value, unchanged_prefix
 from ctxbudget.formats.common import as_mapping as _as_mapping
 from ctxbudget.messages import FORMATS, MessageFormatError, validate_messages
 from ctxbudget.pairing import PairingViolation, validate_pairing
@@ -361,7 +361,11 @@ class ScanCache:
             if type(m) is dict:
                 refs = tuple(map(m.get, keys))
                 hit = old.get(id(m))
-                info = hit[2] if hit is not None and hit[0] is m and hit[1] == refs else scanner(m)
+                info = (
+                    hit[2]
+                    if hit is not None and hit[0] is m and same_value(hit[1], refs)
+                    else scanner(m)
+                )
                 old[id(m)] = (m, refs, info)
             else:
                 info = scanner(as_mapping(m))

@@ -74,8 +74,9 @@ def _read_content(
     """A string or a list of parts → (parts, style ``"str"`` or ``"list"``)."""
     if isinstance(content, str):
         return ((Part("text", text=content),) if content else ()), "str"
-    items = r.list_(content, path)
-    return tuple(read_part(r, b, f"{path}[{i}]") for i, b in enumerate(items)), "list"
+    if not isinstance(content, list | tuple):
+        raise r.fail(path, f"expected a string or a list, got {type(content).__name__}")
+    return tuple(read_part(r, b, f"{path}[{i}]") for i, b in enumerate(content)), "list"
 
 
 class _Writer:

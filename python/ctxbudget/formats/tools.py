@@ -36,6 +36,11 @@ _GEMINI_BUILTINS = frozenset(
 
 def _read_tools(tools: Sequence[Any]) -> tuple[ToolSpec, ...]:
     """Tool definitions in any provider's shape (see messages.normalize_tools)."""
+    if not isinstance(tools, Sequence) or isinstance(tools, str | bytes):
+        # A lone tool (a dict, a google-genai Tool) iterates as its keys or fields.
+        raise MessageFormatError(
+            f"expected a list of tools, got {type(tools).__name__}", None, "tools", None
+        )
     return tuple(spec for index, raw in enumerate(tools) for spec in _read_tool(index, raw))
 
 
