@@ -9,7 +9,6 @@
 
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyFloat, PyList, PyTuple};
 
 /// Nesting past which two values are taken as different (and so counted again, which is
 /// always right) rather than compared further: the recursion stays shallow.
@@ -27,65 +26,116 @@ pub fn same_value(a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>) -> PyResult<bool> 
 
 /// [`same_value`] within `depth` more levels of nesting.
 pub(crate) fn same(a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>, depth: u32) -> PyResult<bool> {
-    if a.is(b) {
+    let (pa, pb) = (a.as_ptr(), b.as_ptr());
+    if pa == pb {
         return Ok(true);
     }
-    if !a.get_type().is(b.get_type()) || depth == 0 {
+    // SAFETY: `a` and `b` are live objects, under the GIL.
+    let ty = unsafe { ffi::Py_TYPE(pa) };
+    if ty != unsafe { ffi::Py_TYPE(pb) } || depth == 0 {
         return Ok(false);
     }
-    if let (Ok(a), Ok(b)) = (a.cast_exact::<PyDict>(), b.cast_exact::<PyDict>()) {
-        // The items taken out first: an `__eq__` below may change either dict.
-        let (a, b) = (a.items(), b.items());
-        return same_items(
-            a.len(),
-            b.len(),
-            |i| Ok((a.get_item(i)?, b.get_item(i)?)),
-            depth,
-        );
+    let py = a.py();
+    // SAFETY (each branch): `a` and `b` are of the exact type the branch reads them as.
+    unsafe {
+        if ty == &raw mut ffi::PyDict_Type {
+            return same_dicts(py, pa, pb, depth - 1);
+        }
+        if ty == &raw mut ffi::PyList_Type {
+            return same_items(py, depth - 1, |i| {
+                // Read by index as it goes: an `__eq__` may shorten either list meanwhile.
+                let (la, lb) = (ffi::PyList_GET_SIZE(pa), ffi::PyList_GET_SIZE(pb));
+                if la != lb {
+                    return Err(());
+                }
+                Ok((i < la).then(|| (ffi::PyList_GET_ITEM(pa, i), ffi::PyList_GET_ITEM(pb, i))))
+            });
+        }
+        if ty == &raw mut ffi::PyTuple_Type {
+            if ffi::PyTuple_GET_SIZE(pa) != ffi::PyTuple_GET_SIZE(pb) {
+                return Ok(false);
+            }
+            let n = ffi::PyTuple_GET_SIZE(pa);
+            return same_items(py, depth - 1, |i| {
+                Ok((i < n).then(|| (ffi::PyTuple_GET_ITEM(pa, i), ffi::PyTuple_GET_ITEM(pb, i))))
+            });
+        }
+        if ty == &raw mut ffi::PyFloat_Type {
+            let (x, y) = (ffi::PyFloat_AS_DOUBLE(pa), ffi::PyFloat_AS_DOUBLE(pb));
+            return Ok(x.to_bits() == y.to_bits());
+        }
+        match ffi::PyObject_RichCompareBool(pa, pb, ffi::Py_EQ) {
+            -1 => Err(PyErr::fetch(py)),
+            equal => Ok(equal == 1),
+        }
     }
-    if let (Ok(a), Ok(b)) = (a.cast_exact::<PyList>(), b.cast_exact::<PyList>()) {
-        // Read by index as it goes: an `__eq__` below may shorten either list.
-        return same_items(
-            a.len(),
-            b.len(),
-            |i| Ok((a.get_item(i)?, b.get_item(i)?)),
-            depth,
-        );
-    }
-    if let (Ok(a), Ok(b)) = (a.cast_exact::<PyTuple>(), b.cast_exact::<PyTuple>()) {
-        return same_items(
-            a.len(),
-            b.len(),
-            |i| Ok((a.get_item(i)?, b.get_item(i)?)),
-            depth,
-        );
-    }
-    if let (Ok(a), Ok(b)) = (a.cast_exact::<PyFloat>(), b.cast_exact::<PyFloat>()) {
-        return Ok(a.value().to_bits() == b.value().to_bits());
-    }
-    a.eq(b)
 }
 
-/// Whether two containers of `len_a` and `len_b` items hold as many, each [`same`] as its
-/// counterpart (`pair(i)` reads the `i`-th of each; an error there, an item gone, means not).
-fn same_items<'py>(
-    len_a: usize,
-    len_b: usize,
-    pair: impl Fn(usize) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)>,
+/// Whether the dicts `a` and `b` hold as many items, in the same order, each key and value
+/// [`same`] as its counterpart.
+///
+/// # Safety
+/// `a` and `b` are live dicts, under the GIL.
+unsafe fn same_dicts(
+    py: Python<'_>,
+    a: *mut ffi::PyObject,
+    b: *mut ffi::PyObject,
     depth: u32,
 ) -> PyResult<bool> {
-    if len_a != len_b {
+    // SAFETY: as the caller promises.
+    if unsafe { ffi::PyDict_Size(a) != ffi::PyDict_Size(b) } {
         return Ok(false);
     }
-    for i in 0..len_a {
-        let Ok((x, y)) = pair(i) else {
-            return Ok(false);
+    let (mut at_a, mut at_b) = (0, 0);
+    loop {
+        let [mut ka, mut va, mut kb, mut vb] = [std::ptr::null_mut(); 4];
+        // SAFETY: live dicts; a dict changed by an `__eq__` since is still read in bounds
+        // (the positions are checked against its current table).
+        let (more_a, more_b) = unsafe {
+            (
+                ffi::PyDict_Next(a, &raw mut at_a, &raw mut ka, &raw mut va),
+                ffi::PyDict_Next(b, &raw mut at_b, &raw mut kb, &raw mut vb),
+            )
         };
-        if !same(&x, &y, depth - 1)? {
+        if more_a == 0 || more_b == 0 {
+            return Ok(more_a == more_b);
+        }
+        // Owned before any comparison runs a caller's `__eq__`, which may drop them from
+        // their dicts. SAFETY: borrowed from live dicts, no Python code run since.
+        let [ka, va, kb, vb] = [ka, va, kb, vb].map(|p| unsafe { Bound::from_borrowed_ptr(py, p) });
+        if !same(&ka, &kb, depth)? || !same(&va, &vb, depth)? {
             return Ok(false);
         }
     }
-    Ok(true)
+}
+
+/// Whether two sequences hold the same items: `pair(i)` gives the `i`-th of each (borrowed,
+/// under the GIL, read just then), `Ok(None)` past their end, `Err(())` when their lengths
+/// differ (now).
+fn same_items(
+    py: Python<'_>,
+    depth: u32,
+    pair: impl Fn(ffi::Py_ssize_t) -> Result<Option<(*mut ffi::PyObject, *mut ffi::PyObject)>, ()>,
+) -> PyResult<bool> {
+    let mut i = 0;
+    loop {
+        let (x, y) = match pair(i) {
+            Err(()) => return Ok(false),
+            Ok(None) => return Ok(true),
+            Ok(Some(items)) => items,
+        };
+        // Owned before a comparison runs Python code. SAFETY: as `pair` promises.
+        let (x, y) = unsafe {
+            (
+                Bound::from_borrowed_ptr(py, x),
+                Bound::from_borrowed_ptr(py, y),
+            )
+        };
+        if !same(&x, &y, depth)? {
+            return Ok(false);
+        }
+        i += 1;
+    }
 }
 
 /// [`same`] of two borrowed object pointers read under the GIL from live containers, with no

@@ -116,7 +116,10 @@ def same_value(a: Any, b: Any, depth: int = 200) -> bool:
     if type(a) is not type(b) or depth == 0:
         return False
     if type(a) is dict:
-        return _same_items(list(a.items()), list(b.items()), depth)
+        return len(a) == len(b) and all(
+            same_value(ka, kb, depth - 1) and same_value(va, vb, depth - 1)
+            for (ka, va), (kb, vb) in zip(a.items(), b.items(), strict=True)
+        )
     if type(a) in (list, tuple):
         return _same_items(a, b, depth)
     if type(a) is float:

@@ -430,3 +430,27 @@ def test_a_cache_copies_and_pickles_with_its_versions_left_behind() -> None:
     cache.scan(previous)
     again = pickle.loads(pickle.dumps(copy.deepcopy(cache)))
     assert again.scan(previous) == cache.scan(previous)
+
+
+def test_same_value_is_the_reference_on_random_values() -> None:
+    """Nested dicts, lists and tuples of values Python calls equal across types."""
+    rng = random.Random(11)
+    leaves = [1, 1.0, True, False, None, 0.0, -0.0, "a", "b", 2, float("nan")]
+
+    def value(depth: int) -> Any:
+        r = rng.random()
+        if depth > 4 or r < 0.3:
+            return rng.choice(leaves)
+        if r < 0.6:
+            return [value(depth + 1) for _ in range(rng.randrange(3))]
+        if r < 0.8:
+            return tuple(value(depth + 1) for _ in range(rng.randrange(3)))
+        return {rng.choice(["k", "j", 1, True]): value(depth + 1) for _ in range(rng.randrange(3))}
+
+    same = 0
+    for _ in range(20_000):
+        a, b = value(0), value(0)
+        for x, y in ((a, b), (a, copy.deepcopy(a))):
+            assert same_value(x, y) == reference.same_value(x, y), (x, y)
+            same += same_value(x, y)
+    assert same > 20_000  # the copies, and some of the pairs
