@@ -30,7 +30,8 @@ import pytest
 
 from ctxbudget import ContextGuard, GuardedRequest
 from ctxbudget.compact import compact
-from ctxbudget.messages import normalize_messages
+from ctxbudget.errors import ContextBudgetError
+from ctxbudget.messages import MessageFormatError, normalize_messages
 from ctxbudget.summary_prompt import summary_level
 from ctxbudget.turns import first_text, scan
 from tests.conftest import LoopbackServer
@@ -398,3 +399,34 @@ def test_one_calls_events_chain_in_one_unit() -> None:
     for earlier, later in itertools.pairwise(events):
         assert later.tokens_before == earlier.tokens_after
     assert events[-1].tokens_after == result.request.estimate.raw.total
+
+
+def _langchain_history() -> list[Any]:
+    lc = pytest.importorskip("langchain_core.messages")
+    msgs: list[Any] = [lc.HumanMessage("Check the logs.")]
+    for t in range(4):
+        msgs += [
+            lc.AIMessage("", tool_calls=[{"id": f"c{t}", "name": "bash", "args": {}}]),
+            lc.ToolMessage(f"out {t}\n" * 300, tool_call_id=f"c{t}"),
+        ]
+    return msgs
+
+
+def test_pruning_and_the_guard_refuse_langchain_messages_as_compaction_does() -> None:
+    """They read wire formats; LangChain messages said so, not pruned as nothing."""
+    from ctxbudget import prune
+
+    history = _langchain_history()
+    with pytest.raises(MessageFormatError, match="from_langchain"):
+        prune(history, window=16_000, model="gpt-4o")
+    with pytest.raises(MessageFormatError, match="from_langchain"):
+        ContextGuard("gpt-4o").send(lambda r: {}, history)
+    with pytest.raises(MessageFormatError, match="from_langchain"):
+        compact(history, lambda prompt, cap: "summary", window=16_000, model="gpt-4o")
+
+
+@pytest.mark.parametrize("window", [1, 2, 8])
+def test_a_window_too_small_for_any_request_says_so(window: int) -> None:
+    guard = ContextGuard("gpt-4o", window=window)
+    with pytest.raises(ContextBudgetError):
+        guard.send(lambda r: {}, [{"role": "user", "content": "hi"}])

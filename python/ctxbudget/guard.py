@@ -58,6 +58,7 @@ from ctxbudget.formats.common import as_mapping, message_list
 from ctxbudget.formats.detect import SeenFits, pick_format
 from ctxbudget.largest import StickyStubs, StubCandidates, stub_largest
 from ctxbudget.limits import INPUT_CAP_RULES, Room, StatedLimit
+from ctxbudget.messages import refuse_langchain
 from ctxbudget.models import _canonical
 from ctxbudget.overflow import OverflowInfo, classify_overflow
 from ctxbudget.pairing_cache import GrowingPairing
@@ -477,6 +478,7 @@ class ContextGuard:
     ) -> _Flow:
         check_max_tokens(max_tokens)
         caller = message_list(messages, None)
+        refuse_langchain(caller)
         call = _Call(caller, system, tools, max_tokens, run_start, events, self._format(caller))
         request = yield from self._prepare(call, max_tokens, "proactive", None)
         overflow: OverflowInfo | None = None
@@ -746,7 +748,7 @@ class ContextGuard:
             return budget
         reserve = budget.reserve(max_tokens)
         return ContextWindowBudget(
-            int(limit / ratio) + reserve, reserved_output=reserve, margin=0,
+            max(1, int(limit / ratio) + reserve), reserved_output=reserve, margin=0,
             max_reserve_fraction=None, max_output=budget.max_output, model=self.model,
         )  # fmt: skip
 

@@ -148,6 +148,16 @@ def _langchain_error(message: Any, index: int, fmt: str) -> MessageFormatError |
     )
 
 
+def refuse_langchain(messages: Sequence[Any]) -> None:
+    """Raise :func:`_langchain_error` when a list of messages is LangChain's (its first or
+    last message is: each call stays cheap on a long history); for callers that take wire
+    formats only (pruning, the guard, compaction)."""
+    for index in {0, len(messages) - 1} if messages else ():
+        error = _langchain_error(messages[index], index, "openai_chat")
+        if error is not None:
+            raise error
+
+
 def _check_format(fmt: str | None, messages: Sequence[Any]) -> MessageFormat:
     _check_list(messages, fmt)
     found = detect_format(messages) if fmt is None else fmt

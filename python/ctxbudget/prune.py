@@ -64,7 +64,7 @@ from ctxbudget.budget import ContextWindowBudget
 from ctxbudget.events import ContextEvent, EventCallback, check_reason, emit
 from ctxbudget.formats.common import as_mapping
 from ctxbudget.formats.detect import SeenFits, pick_format
-from ctxbudget.messages import FORMATS, MessageFormatError
+from ctxbudget.messages import FORMATS, MessageFormatError, refuse_langchain
 from ctxbudget.prune_index import (
     Candidate,
     HistoryIndex,
@@ -419,6 +419,7 @@ class Pruner:
         if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
             raise MessageFormatError("expected a list of messages", None, "messages", None)
         msgs = list(messages)
+        refuse_langchain(msgs)
         fmt, scanner, view_scanner = self._scanners(msgs)
         try:
             infos = scanner.scan(msgs)
