@@ -42,6 +42,16 @@ impl<'py> ByteSource<'py> {
                     "{what} takes bytes, bytearray or memoryview, not {}",
                     type_name(obj)
                 ))
+            } else if obj
+                .getattr(intern!(obj.py(), "ndim"))
+                .and_then(|n| n.extract::<usize>())
+                .is_ok_and(|n| n == 0)
+            {
+                // A 0-d array (one item, no shape): PyO3 refuses it with "shape is null".
+                PyValueError::new_err(format!(
+                    "{what} takes a buffer of bytes, not a 0-dimensional {}",
+                    type_name(obj)
+                ))
             } else {
                 // A buffer that cannot be read now (a released memoryview, a closed mmap):
                 // its own error says why.

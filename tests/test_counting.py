@@ -318,3 +318,28 @@ def test_a_request_is_counted_with_a_tokenizer_given_as_it_is() -> None:
     wrapped = estimate_request(messages, counter=TokenCounter.from_tiktoken(enc), model="gpt-4")
     assert given.total == wrapped.total
     assert given.accuracy is wrapped.accuracy
+
+
+def test_a_truncating_tokenizer_given_tokens_since_counts_with_them() -> None:
+    tok = _trained_tokenizer()
+    tok.enable_truncation(max_length=100)
+    counter = counter_for(tok)
+    text = "hello world zzzqqq"
+    counter.tokens(text)  # the copy without truncation is made here
+    tok.add_tokens(["zzzqqq"])
+    assert counter.tokens(text) == len(tok.encode(text, add_special_tokens=False).ids)
+
+
+def test_count_many_refuses_one_text() -> None:
+    for one in ("abc", b"abc"):
+        with pytest.raises(TypeError, match="list of texts"):
+            counter_for("o200k").count_many(one)  # type: ignore[arg-type]
+
+
+def test_a_file_that_is_no_tokenizer_is_a_value_error_naming_it(tmp_path: Path) -> None:
+    pytest.importorskip("tokenizers")
+    path = tmp_path / "tokenizer.json"
+    path.write_text('{"x": 1}')
+    with pytest.raises(ValueError, match=r"not a tokenizer\.json") as info:
+        counter_for(str(path))
+    assert str(path) in str(info.value)

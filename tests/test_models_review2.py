@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from ctxbudget.budget import ContextWindowBudget
-from ctxbudget.models import encoding_for_model, family_of, model_info
+from ctxbudget.models import ModelRegistry, encoding_for_model, family_of, model_info
 
 
 @pytest.mark.parametrize(
@@ -150,3 +150,18 @@ def test_qwen3_long_context_updates_keep_more_than_the_32k_base(name: str) -> No
     base = model_info("qwen3-8b")
     assert info is not None and base is not None, name
     assert base.window < info.window <= 262_144
+
+
+@pytest.mark.parametrize(
+    ("name", "window"), [("gpt-4.5", 128_000), ("gpt-4-1106-vision-preview", 128_000)]
+)
+def test_gpt_4_variants_with_long_windows_are_not_gpt_4(name: str, window: int) -> None:
+    assert model_info(name).window == window
+
+
+@pytest.mark.parametrize("bad", [1.5, True, "x", 0, -1])
+def test_register_refuses_a_max_output_that_is_no_positive_int(bad: object) -> None:
+    with pytest.raises(ValueError, match="positive int"):
+        ModelRegistry().register("m", window=1_000, max_output=bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="positive int"):
+        ModelRegistry().register("m", window=1_000, max_input=bad)  # type: ignore[arg-type]

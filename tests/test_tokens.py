@@ -262,6 +262,14 @@ def test_buffers_of_wider_items_are_refused_not_miscounted() -> None:
     )
 
 
+def test_a_0_dimensional_buffer_is_a_value_error_saying_so() -> None:
+    from ctxbudget import check_text
+
+    for fn in (estimate_tokens, check_text):
+        with pytest.raises(ValueError, match="0-dimensional"):
+            fn(np.array(65, dtype=np.uint8))  # type: ignore[operator]
+
+
 def test_a_long_run_without_a_cut_counts_the_same_from_str() -> None:
     # Hex lines longer than the 64 KB transcoding buffer, in a str stored two bytes a char.
     rng = np.random.default_rng(7)

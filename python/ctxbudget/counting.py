@@ -112,7 +112,15 @@ class TokenCounter:
         return self._checked(self._count(text))
 
     def count_many(self, texts: Iterable[str]) -> list[TokenCount]:
-        """Count many texts (the estimator does them in parallel)."""
+        """Count many texts (the estimator does them in parallel).
+
+        Raises:
+            TypeError: ``texts`` is one ``str`` or ``bytes`` (it iterates as characters).
+        """
+        if isinstance(texts, str | bytes):
+            raise TypeError(
+                f"count_many takes a list of texts, not one {type(texts).__name__}: use count"
+            )
         items = list(texts)
         if self._estimator_encoding is not None:
             counts = estimate_batch(items, self._estimator_encoding).tolist()
@@ -190,7 +198,12 @@ class TokenCounter:
         name = os.fspath(path)
         if not os.path.isfile(name):
             raise FileNotFoundError(errno.ENOENT, "no tokenizer file", name)
-        tokenizer = Tokenizer.from_file(name)
+        try:
+            tokenizer = Tokenizer.from_file(name)
+        except Exception as exc:  # the tokenizers library raises a bare Exception
+            raise ValueError(
+                f"{name}: not a tokenizer.json the tokenizers library reads: {exc}"
+            ) from exc
         tokenizer.no_truncation()
         tokenizer.no_padding()
         return cls.from_huggingface(tokenizer, name=os.fspath(path))
@@ -264,8 +277,9 @@ def _encoding_name(name: str) -> str | None:
 
 
 #: Copies of HuggingFace tokenizers with truncation and padding off, by the original's id:
-#: (original, its truncation and padding settings, the copy); a few, the newest kept.
-_UNTRUNCATED: OrderedDict[int, tuple[Any, tuple[Any, Any], Any]] = OrderedDict()
+#: (original, its truncation and padding settings and vocabulary size, the copy); a few, the
+#: newest kept.
+_UNTRUNCATED: OrderedDict[int, tuple[Any, tuple[Any, ...], Any]] = OrderedDict()
 _UNTRUNCATED_LOCK = threading.Lock()
 _UNTRUNCATED_KEPT = 8
 
@@ -274,9 +288,14 @@ def _without_truncation(tokenizer: Any) -> Any:
     """``tokenizer``, or when it truncates or pads, a copy that does neither: made once per
     tokenizer and settings (copying a large vocabulary takes tens of milliseconds, and
     :func:`count_tokens` makes a counter per call)."""
-    settings = (getattr(tokenizer, "truncation", None), getattr(tokenizer, "padding", None))
-    if not any(settings):
+    truncation, padding = (
+        getattr(tokenizer, "truncation", None),
+        getattr(tokenizer, "padding", None),
+    )
+    if not (truncation or padding):
         return tokenizer
+    # Tokens added since the copy was made must be in the copy too.
+    settings = (truncation, padding, tokenizer.get_vocab_size(with_added_tokens=True))
     with _UNTRUNCATED_LOCK:
         hit = _UNTRUNCATED.get(id(tokenizer))
         if hit is not None and hit[0] is tokenizer and hit[1] == settings:

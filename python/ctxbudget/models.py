@@ -99,6 +99,8 @@ _BUILTIN: tuple[tuple[str, int, int | None, str], ...] = (
     ("gpt-4-1106-preview", 128_000, 4_096, "openai"),
     ("gpt-4-0125-preview", 128_000, 4_096, "openai"),
     ("gpt-4-vision-preview", 128_000, 4_096, "openai"),
+    ("gpt-4-1106-vision-preview", 128_000, 4_096, "openai"),
+    ("gpt-4.5", 128_000, 16_384, "openai"),
     ("gpt-4.5-preview", 128_000, 16_384, "openai"),
     ("gpt-4", 8_192, 8_192, "openai"),
     ("gpt-4-32k", 32_768, 8_192, "openai"),
@@ -403,8 +405,10 @@ class ModelRegistry:
             ValueError: A window, max output or max input that is not a positive integer.
         """
         for what, value in (("max_output", max_output), ("max_input", max_input)):
-            if value is not None and value <= 0:
-                raise ValueError(f"{what} must be positive, got {value}")
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"{what} must be a positive int, got {value!r}")
         _check_window(window)
         key = _canonical(name)
         fam = family if family is not None else _hint_family(key)
