@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxbudget import errors, overflow
+from ctxbudget import errors, overflow, overflow_rules
 from ctxbudget.errors import (
     ContextBudgetError,
     ContextOverflowError,
@@ -1334,7 +1334,9 @@ def test_every_wording_rule_fires_somewhere() -> None:
     if not CASES:
         pytest.skip(shared_data_hint())
     texts = all_examples()
-    unused = [rule.name for rule in overflow._WORDING_RULES if not any(map(rule.matches, texts))]
+    unused = [
+        rule.name for rule in overflow_rules.WORDING_RULES if not any(map(rule.matches, texts))
+    ]
     assert unused == []
 
 
@@ -1344,7 +1346,7 @@ def test_every_number_pattern_reads_something() -> None:
     texts = all_examples()
     unused = [
         pattern.pattern
-        for needle, pattern in overflow._ROLE_PATTERNS
+        for needle, pattern in overflow_rules.ROLE_PATTERNS
         if not any(needle in text and pattern.search(text) for text in texts)
     ]
     assert unused == []
@@ -1352,7 +1354,7 @@ def test_every_number_pattern_reads_something() -> None:
 
 def test_needles_are_inside_what_their_pattern_matches() -> None:
     for text in all_examples():
-        for rule in overflow._WORDING_RULES:
+        for rule in overflow_rules.WORDING_RULES:
             match = rule.pattern.search(text)
             if match is not None:
                 assert rule.needle in text, rule.name
@@ -1415,7 +1417,7 @@ def test_every_catalog_wording_is_recognised(message: str) -> None:
     info = classify_overflow(message)
     assert info is not None
     text = overflow._normalize([message])
-    for rule in overflow._WORDING_RULES:
+    for rule in overflow_rules.WORDING_RULES:
         if rule.pattern.search(text):
             assert rule.needle in text, rule.name
 
