@@ -27,9 +27,7 @@ True
 
 from __future__ import annotations
 
-import copy
 import json
-import operator
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -38,33 +36,42 @@ from itertools import repeat
 from typing import Any
 
 from ctxbudget._core import DictVersions, same_value, unchanged_prefix, weigh_messages
-from ctxbudget.counting import Accuracy, TokenCounter, counter_for, encoding_for_model
+from ctxbudget.counting import Accuracy
 from ctxbudget.formats.common import (
     _genai_to_dict,
-    _json_problem,
-    json_text,
     message_list,
-    public_fields,
-    shown,
 )
 from ctxbudget.formats.detect import SeenFits, pick_format
+from ctxbudget.framing import PROFILES, FramingProfile, _encoding_for, profile_for
 from ctxbudget.media import (
     UNKNOWN_DOCUMENT_PAGES,
     UNKNOWN_IMAGE_TOKENS,
     image_size,
     image_tokens,
     media_rule,
-    media_tokens,
+)
+from ctxbudget.message_counts import (
+    _FAST_KEYS,
+    _UNCOPIED,
+    Counter,
+    _as_counter,
+    _count_chat_fast,
+    _count_message,
+    _count_parts,
+    _Counted,
+    _same_refs,
+    _snapshot,
+    _surrogate_field,
+    _unchanged,
+    _Weighed,
 )
 from ctxbudget.messages import (
     FORMATS,
     Message,
     MessageFormatError,
-    Part,
     normalize_messages,
     normalize_tools,
 )
-from ctxbudget.models import family_of
 from ctxbudget.tokens import DEFAULT_ENCODING, ENCODINGS, estimate_tokens
 
 __all__ = [
@@ -82,151 +89,8 @@ __all__ = [
     "profile_for",
 ]
 
-Counter = Callable[[str], int]
 #: What ``counter=`` accepts: a ``ctxbudget.counting.TokenCounter`` or ``Callable[[str], int]``.
 CounterLike = Any
-
-
-@dataclass(frozen=True, slots=True)
-class FramingProfile:
-    """How a model family's chat template and tool framing add tokens around the text.
-
-    Attributes:
-        name: Profile name (the family).
-        encoding: Encoding used when the caller gives none.
-        per_message: Tokens around each message (role markers, separators).
-        per_request: Tokens once per request (begin-of-text, the assistant prompt).
-        per_tool_call: Tokens around each tool call an assistant message makes.
-        per_name: Tokens for a participant ``name`` on a message.
-        tools_preamble: Tokens of fixed instructions the template adds when tools are offered.
-        per_tool: Tokens around each tool definition (beyond its JSON schema).
-        text_factor: Multiplies estimated message text (this tokenizer vs the encoding's).
-        args_factor: Multiplies estimated tool-call arguments and tool schemas (JSON).
-        image_rule: ``openai``, ``anthropic`` or ``gemini`` (see :func:`image_tokens`).
-        exact: The framing is the provider's documented rule; with an exact counter and no
-            estimated attachments the whole count is then EXACT.
-        fitted: The factors were fitted against :attr:`encoding`'s estimates, so that
-            encoding is used whatever the model name says.
-    """
-
-    name: str
-    encoding: str
-    per_message: float
-    per_request: float
-    per_tool_call: float = 0.0
-    per_name: float = 1.0
-    tools_preamble: float = 0.0
-    per_tool: float = 0.0
-    text_factor: float = 1.0
-    args_factor: float = 1.0
-    image_rule: str = "openai"
-    exact: bool = False
-    fitted: bool = False
-
-
-#: Framing per model family. ``default`` (unknown model) leans high everywhere.
-PROFILES: dict[str, FramingProfile] = {
-    # OpenAI cookbook: 3 tokens per message and its role (one token), a name's text and 1,
-    # 3 to prime the reply. Tool schemas are rendered as a TypeScript namespace; the compact
-    # JSON estimate plus these constants is a little above it.
-    "openai": FramingProfile(
-        "openai", "o200k", 4, 3, per_tool_call=4, tools_preamble=12, per_tool=8
-    ),
-    # Anthropic documents the tool-use system prompt (346 tokens, Claude 4.x, tool_choice
-    # auto); its tokenizer is not public, so the text is counted with ``conservative``.
-    "anthropic": FramingProfile(
-        "anthropic",
-        "conservative",
-        5,
-        5,
-        per_tool_call=10,
-        tools_preamble=346,
-        per_tool=10,
-        image_rule="anthropic",
-    ),
-    "gemini": FramingProfile(
-        "gemini", "conservative", 4, 2, per_tool_call=6, per_tool=8, image_rule="gemini"
-    ),
-    # Fitted on the 33 DeepSeek runs in shared/data/trajectories (2,498 requests with the
-    # provider's prompt_tokens; half/half check in benches/replay_trajectories.py --fit).
-    # ``tools_preamble`` is the fitted per-request constant minus the estimated schema and
-    # ``per_request``: DeepSeek's template wraps tools in a fixed instruction block.
-    "deepseek": FramingProfile(
-        "deepseek",
-        "o200k",
-        per_message=25.9,
-        per_request=3.0,
-        per_tool_call=0.0,
-        tools_preamble=217.3,
-        per_tool=0.0,
-        text_factor=1.058,
-        args_factor=0.896,
-        fitted=True,
-    ),
-    # Llama 3 template: <|start_header_id|>role<|end_header_id|>\n\n ... <|eot_id|>.
-    "llama": FramingProfile(
-        "llama", "llama3", 5, 5, per_tool_call=8, tools_preamble=120, per_tool=6
-    ),
-    # ChatML: <|im_start|>role\n ... <|im_end|>\n; tools in <tools></tools> with instructions.
-    "qwen": FramingProfile("qwen", "qwen3", 5, 3, per_tool_call=10, tools_preamble=100, per_tool=4),
-    "mistral": FramingProfile(
-        "mistral", "conservative", 4, 1, per_tool_call=8, tools_preamble=8, per_tool=6
-    ),
-    "default": FramingProfile(
-        "default", "conservative", 6, 6, per_tool_call=10, tools_preamble=350, per_tool=10
-    ),
-}
-
-
-def profile_for(model: str | None) -> FramingProfile:
-    """The framing profile for a model name (``default`` when unknown).
-
-    >>> profile_for("deepseek-chat").name, profile_for("gpt-4o-mini").name
-    ('deepseek', 'openai')
-    """
-    family = family_of(model) if model else None
-    return PROFILES.get(family or "default", PROFILES["default"])
-
-
-def _encoding_for(model: str | None, profile: FramingProfile) -> str:
-    """Encoding for a model: the one a fitted profile was fitted with, else the model's own."""
-    if profile.fitted or not model:
-        return profile.encoding
-    return encoding_for_model(model)
-
-
-def _as_counter(counter: Any) -> tuple[Counter, bool]:
-    """(count function, exact) from a ``TokenCounter``, a ``tiktoken.Encoding``, a
-    ``tokenizers.Tokenizer`` or any ``Callable[[str], int]``.
-
-    A ``TokenCounter`` says itself whether it is exact; a plain callable is taken as exact
-    unless it has ``exact = False``; a tokenizer is wrapped as
-    :func:`~ctxbudget.counting.counter_for` wraps it (exact). Every count is checked as a
-    ``TokenCounter`` checks it: a callable that returns the tokens instead of their number, a
-    float, a bool or a negative number is refused by name, not added into the totals.
-    """
-    if type(counter).__module__.startswith(("tiktoken", "tokenizers")):
-        counter = counter_for(counter)
-    if isinstance(counter, TokenCounter):
-        return counter.tokens, counter.accuracy is Accuracy.EXACT
-    accuracy = getattr(counter, "accuracy", None)
-    if accuracy is not None:
-        exact = getattr(accuracy, "value", accuracy) == "exact"
-    else:
-        exact = bool(getattr(counter, "exact", True))
-    label = Accuracy.EXACT if exact else Accuracy.ESTIMATE
-    name = str(getattr(counter, "__name__", None) or type(counter).__name__)
-    if callable(counter):
-        return TokenCounter(counter, label, name).tokens, exact
-    count = getattr(counter, "count", None)
-    if count is None:
-        raise TypeError(f"counter must be callable or a TokenCounter, not {type(counter).__name__}")
-
-    def count_tokens(text: str) -> Any:
-        value = count(text)
-        return getattr(value, "tokens", value)  # a TokenCount-like result: its number
-
-    return TokenCounter(count_tokens, label, name).tokens, exact
 
 
 # --------------------------------------------------------------------------- results
@@ -303,218 +167,6 @@ class RequestEstimate:
     def per_message(self) -> tuple[int, ...]:
         """Per-message totals."""
         return self.components.messages
-
-
-# --------------------------------------------------------------------------- counting
-
-
-#: Raw counts of one message, before profile factors:
-#: (system, text, args, calls, named, attachments, attachments exact).
-_Counted = tuple[bool, int, int, int, bool, int, bool]
-#: One message weighed by the profile: (system, body, framing, attachments, total, exact).
-_Weighed = tuple[bool, float, float, int, int, bool]
-
-_CHAT_KNOWN_PART = frozenset({"text", "refusal"})
-_FAST_KEYS: dict[str, tuple[str, ...]] = {
-    "openai_chat": (
-        "content", "tool_calls", "reasoning_content", "role", "name", "function_call",
-        "tool_call_id", "refusal",
-    ),
-    "openai_responses": (
-        "content", "arguments", "output", "summary", "type", "role", "name", "call_id", "input",
-    ),
-    "anthropic": ("content", "role"),
-    "gemini": ("parts", "role"),
-}  # fmt: skip
-
-
-#: Chat Completions roles (``function``: the result of a legacy ``function_call``).
-_CHAT_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
-
-
-def _call_fields(call: Any, index: int, path: str) -> tuple[str, str]:
-    """Arguments and name of a Chat Completions call ``{"function": {"name", "arguments"}}``."""
-    try:
-        fn = call["function"] if isinstance(call, Mapping) else None
-        a, name = fn["arguments"], fn["name"]  # type: ignore[index]
-        if type(a) is not str or type(name) is not str:
-            raise TypeError
-    except (TypeError, KeyError, IndexError):
-        field = f"{path}.function" if path else "function_call"
-        raise MessageFormatError(
-            "expected {'name': str, 'arguments': str}", index, field, "openai_chat"
-        ) from None
-    return a, name
-
-
-def _count_chat_fast(m: Any, index: int, count: Counter, rule: str) -> _Counted | None:
-    """Chat Completions dict with string content: count without building the view."""
-    if type(m) is not dict:
-        return None
-    content = m.get("content")
-    role = m.get("role")
-    if type(role) is not str or role not in _CHAT_ROLES:
-        raise MessageFormatError(f"unknown role {shown(role)}", index, "role", "openai_chat")
-    if content is None:
-        text = 0
-    elif type(content) is str:
-        text = count(content) if content else 0
-    else:
-        return None
-    name = m.get("name")
-    named = name is not None  # None, as a dump of an SDK object writes it: no name
-    if named:
-        if type(name) is not str:
-            return None  # the reader says what is wrong with it
-        text += count(name) if name else 0
-    args = calls = 0
-    if role == "assistant":
-        reasoning = m.get("reasoning_content")
-        if reasoning:
-            if type(reasoning) is not str:
-                raise MessageFormatError(
-                    "expected a string", index, "reasoning_content", "openai_chat"
-                )
-            text += count(reasoning)
-        refusal = m.get("refusal")  # an assistant's refusal, sent back as it came
-        if refusal is not None:
-            if not isinstance(refusal, str):
-                raise MessageFormatError("expected a string", index, "refusal", "openai_chat")
-            text += count(refusal) if refusal else 0
-        tool_calls = m.get("tool_calls")
-        if tool_calls:
-            if type(tool_calls) is not list:
-                raise MessageFormatError("expected a list", index, "tool_calls", "openai_chat")
-            for j, call in enumerate(tool_calls):
-                if type(call) is dict and call.get("type") == "custom":
-                    return None  # a custom tool call (free-form input): the reader takes it
-                a, name = _call_fields(call, index, f"tool_calls[{j}]")
-                if type(call.get("id")) is not str:
-                    raise MessageFormatError(
-                        "missing or not a string", index, f"tool_calls[{j}].id", "openai_chat"
-                    )
-                args += count(a) + count(name)
-            calls = len(tool_calls)
-        legacy = m.get("function_call")  # the call field before tool_calls
-        if legacy:
-            a, name = _call_fields({"function": legacy}, index, "")
-            args += count(a) + count(name)
-            calls += 1
-    elif role == "tool" and type(m.get("tool_call_id")) is not str:
-        raise MessageFormatError("missing or not a string", index, "tool_call_id", "openai_chat")
-    return (role in ("system", "developer"), text, args, calls, named, 0, True)
-
-
-def _count_parts(
-    parts: Sequence[Part], count: Counter, rule: str
-) -> tuple[int, int, int, int, bool]:
-    text = args = calls = attach = 0
-    exact = True
-    for p in parts:
-        kind = p.kind
-        if kind == "text" or kind == "reasoning":
-            if p.text:
-                text += count(p.text)
-        elif kind == "tool_call":
-            calls += 1
-            raw = p.raw_arguments
-            if raw is None:
-                raw = json_text(p.arguments) if p.arguments else ""
-            args += (count(raw) if raw else 0) + (count(p.name) if p.name else 0)
-        elif kind == "tool_result":
-            t, a, _, at, ex = _count_parts(p.content, count, rule)
-            text += t + a
-            attach += at
-            exact = exact and ex
-        elif kind == "other":
-            extra = public_fields(p.extra)
-            if extra:
-                problem = _json_problem(extra, strict=False)  # too deep, no UTF-8 form
-                if problem is not None:
-                    raise MessageFormatError(problem[1], None, problem[0] or "content", None)
-                text += count(json.dumps(extra, ensure_ascii=False, default=str))
-        else:
-            tokens, ex = media_tokens(p, rule, count)
-            attach += tokens
-            exact = exact and ex
-    return text, args, calls, attach, exact
-
-
-def _count_message(message: Message, count: Counter, rule: str) -> _Counted:
-    text, args, calls, attach, exact = _count_parts(message.parts, count, rule)
-    if message.name:  # a participant name is sent as text (and framed: ``per_name``)
-        text += count(message.name)
-    chat = message.provider == "openai_chat"
-    refusal = message.extra.get("refusal") if chat and message.role == "assistant" else None
-    if isinstance(refusal, str) and refusal:  # an assistant's refusal, sent back as it came
-        text += count(refusal)
-    legacy = message.extra.get("function_call") if chat else None
-    if isinstance(legacy, Mapping):  # the call field before tool_calls
-        calls += 1
-        for key in ("arguments", "name"):
-            value = legacy.get(key)
-            args += count(value) if isinstance(value, str) and value else 0
-    return (
-        message.role in ("system", "developer"),
-        text,
-        args,
-        calls,
-        message.name is not None,
-        attach,
-        exact,
-    )
-
-
-def _surrogate_field(value: Any, path: str = "") -> str:
-    """Path of the first string in a message that has no UTF-8 form ("" when none is found)."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return path or "content"
-        return ""
-    if isinstance(value, Mapping):
-        for k, v in value.items():
-            # A key without a UTF-8 form is named escaped: the error must be printable.
-            name = k.encode("utf-8", "backslashreplace").decode() if isinstance(k, str) else k
-            p = f"{path}.{name}" if path else str(name)
-            key = _surrogate_field(k, p) if isinstance(k, str) else ""
-            if found := key or _surrogate_field(v, p):
-                return found
-        return ""
-    if isinstance(value, list | tuple):
-        items = ((f"{path}[{i}]", v) for i, v in enumerate(value))
-        return next((f for p, v in items if (f := _surrogate_field(v, p))), "")
-    return ""
-
-
-#: What a value that could not be copied is compared with: only itself.
-_UNCOPIED: Any = object()
-
-
-def _snapshot(value: Any) -> Any:
-    """A deep copy of a system prompt or tools list, to tell later whether it changed (edits in
-    place included); :data:`_UNCOPIED` for what cannot be copied."""
-    try:
-        return copy.deepcopy(value)
-    except Exception:  # anything uncopyable is compared by identity instead
-        return _UNCOPIED
-
-
-def _unchanged(value: Any, ref: Any, snapshot: Any) -> bool:
-    """Whether ``value`` is what was counted: the same as its snapshot (equal, with the same
-    types throughout: ``1 == 1.0``, but their JSON differs), or the very object when it could
-    not be copied."""
-    if snapshot is _UNCOPIED:
-        return value is ref
-    try:
-        return same_value(value, snapshot)
-    except Exception:  # a value that cannot be compared counts as changed
-        return False
-
-
-def _same_refs(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
-    return len(a) == len(b) and all(map(operator.is_, a, b))
 
 
 class RequestEstimator:
