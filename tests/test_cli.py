@@ -521,6 +521,16 @@ def test_inspect_an_unknown_model_asks_for_the_window_option(
     assert main(["inspect", str(path), "--model", "my-azure-deployment", "--window", "8000"]) == 0
 
 
+def test_inspect_a_body_whose_model_is_no_string_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "body.json"
+    path.write_text('{"model": 123, "messages": [{"role": "user", "content": "hi"}]}')
+    assert main(["inspect", str(path)]) == 1
+    assert "the request's model must be a string, got int" in capsys.readouterr().err
+    assert main(["inspect", str(path), "--model", "gpt-4o"]) == 0
+
+
 def test_inspect_a_missing_file_says_why_like_count(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

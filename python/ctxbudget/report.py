@@ -92,8 +92,10 @@ def parse_conversation(raw: bytes, model: str | None = None) -> Conversation:
         raise ValueError(_NOT_A_CONVERSATION)
     if not isinstance(messages, list):
         raise ValueError(_NOT_A_CONVERSATION)
-    named = data.get("model") if isinstance(data.get("model"), str) else None
-    model = model or named or DEFAULT_MODEL
+    named = data.get("model")
+    if model is None and named is not None and not isinstance(named, str):
+        raise ValueError(f"the request's model must be a string, got {type(named).__name__}")
+    model = model or (named if isinstance(named, str) else None) or DEFAULT_MODEL
     return Conversation(messages, tools, system, model, _output_cap(data), fmt)
 
 
