@@ -3,16 +3,19 @@
 //! The caches that keep counts across turns take a value that is not the very object counted
 //! before as unchanged when it equals it. Python's `==` says `1 == 1.0 == True` and
 //! `0.0 == -0.0`, but their JSON text, which is what gets counted, differs (`1`, `1.0`, `true`,
-//! `-0.0`). Here dicts, lists and tuples are compared item by item (dict keys in order, as
-//! JSON writes them), every value must be of the very same type as its counterpart, and floats
-//! must be the same bits; anything else is compared with `==`.
+//! `-0.0`). Here dicts, lists and tuples (and their subclasses: `OrderedDict`, a namedtuple)
+//! are compared item by item (dict keys in order, as JSON writes them), every value must be of
+//! the very same type as its counterpart, and floats (`numpy.float64` too) must be the same
+//! bits; anything else is compared with `==`. Each level of nesting counts toward Python's
+//! recursion limit, as `==`'s own do (a caller's `__eq__` may call this again).
 
 use pyo3::ffi;
 use pyo3::prelude::*;
 
 /// Nesting past which two values are taken as different (and so counted again, which is
-/// always right) rather than compared further: the recursion stays shallow.
-const MAX_DEPTH: u32 = 200;
+/// always right) rather than compared further: the recursion stays shallow (a thread with a
+/// small stack compares what Python's `==` compares there).
+const MAX_DEPTH: u32 = 100;
 
 /// Whether `a` and `b` would be counted alike: the same object, or equal with the same types
 /// at every level (see the module's doc).
@@ -36,12 +39,25 @@ pub(crate) fn same(a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>, depth: u32) -> Py
         return Ok(false);
     }
     let py = a.py();
-    // SAFETY (each branch): `a` and `b` are of the exact type the branch reads them as.
+    // SAFETY (each branch): `a` and `b` are of one type, which the branch reads them as.
     unsafe {
-        if ty == &raw mut ffi::PyDict_Type {
+        if ffi::PyFloat_Check(pa) != 0 {
+            let (x, y) = (ffi::PyFloat_AS_DOUBLE(pa), ffi::PyFloat_AS_DOUBLE(pb));
+            return Ok(x.to_bits() == y.to_bits());
+        }
+        let container =
+            ffi::PyDict_Check(pa) != 0 || ffi::PyList_Check(pa) != 0 || ffi::PyTuple_Check(pa) != 0;
+        if !container {
+            return match ffi::PyObject_RichCompareBool(pa, pb, ffi::Py_EQ) {
+                -1 => Err(PyErr::fetch(py)),
+                equal => Ok(equal == 1),
+            };
+        }
+        let _level = Level::enter(py)?;
+        if ffi::PyDict_Check(pa) != 0 {
             return same_dicts(py, pa, pb, depth - 1);
         }
-        if ty == &raw mut ffi::PyList_Type {
+        if ffi::PyList_Check(pa) != 0 {
             return same_items(py, depth - 1, |i| {
                 // Read by index as it goes: an `__eq__` may shorten either list meanwhile.
                 let (la, lb) = (ffi::PyList_GET_SIZE(pa), ffi::PyList_GET_SIZE(pb));
@@ -51,23 +67,34 @@ pub(crate) fn same(a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>, depth: u32) -> Py
                 Ok((i < la).then(|| (ffi::PyList_GET_ITEM(pa, i), ffi::PyList_GET_ITEM(pb, i))))
             });
         }
-        if ty == &raw mut ffi::PyTuple_Type {
-            if ffi::PyTuple_GET_SIZE(pa) != ffi::PyTuple_GET_SIZE(pb) {
-                return Ok(false);
-            }
-            let n = ffi::PyTuple_GET_SIZE(pa);
-            return same_items(py, depth - 1, |i| {
-                Ok((i < n).then(|| (ffi::PyTuple_GET_ITEM(pa, i), ffi::PyTuple_GET_ITEM(pb, i))))
-            });
+        if ffi::PyTuple_GET_SIZE(pa) != ffi::PyTuple_GET_SIZE(pb) {
+            return Ok(false);
         }
-        if ty == &raw mut ffi::PyFloat_Type {
-            let (x, y) = (ffi::PyFloat_AS_DOUBLE(pa), ffi::PyFloat_AS_DOUBLE(pb));
-            return Ok(x.to_bits() == y.to_bits());
+        let n = ffi::PyTuple_GET_SIZE(pa);
+        same_items(py, depth - 1, |i| {
+            Ok((i < n).then(|| (ffi::PyTuple_GET_ITEM(pa, i), ffi::PyTuple_GET_ITEM(pb, i))))
+        })
+    }
+}
+
+/// One level of nesting entered, counted toward Python's recursion limit while it lives.
+struct Level;
+
+impl Level {
+    /// `RecursionError` past the limit.
+    fn enter(py: Python<'_>) -> PyResult<Level> {
+        // SAFETY: under the GIL; the message is a C string literal.
+        if unsafe { ffi::Py_EnterRecursiveCall(c" while comparing values".as_ptr()) } != 0 {
+            return Err(PyErr::fetch(py));
         }
-        match ffi::PyObject_RichCompareBool(pa, pb, ffi::Py_EQ) {
-            -1 => Err(PyErr::fetch(py)),
-            equal => Ok(equal == 1),
-        }
+        Ok(Level)
+    }
+}
+
+impl Drop for Level {
+    fn drop(&mut self) {
+        // SAFETY: under the GIL, leaving the level `enter` counted.
+        unsafe { ffi::Py_LeaveRecursiveCall() };
     }
 }
 

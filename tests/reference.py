@@ -108,22 +108,23 @@ def fresh_tail(
     return floor
 
 
-def same_value(a: Any, b: Any, depth: int = 200) -> bool:
-    """Equal with the same types throughout (dicts item by item in order, floats by their
-    bits), identity first; past ``depth`` levels of nesting: not the same."""
+def same_value(a: Any, b: Any, depth: int = 100) -> bool:
+    """Equal with the same types throughout (dicts, lists, tuples and their subclasses item by
+    item, dicts in order; floats and their subclasses by their bits), identity first; past
+    ``depth`` levels of nesting: not the same."""
     if a is b:
         return True
     if type(a) is not type(b) or depth == 0:
         return False
-    if type(a) is dict:
+    if isinstance(a, float):
+        return struct.pack("<d", a) == struct.pack("<d", b)
+    if isinstance(a, dict):
         return len(a) == len(b) and all(
             same_value(ka, kb, depth - 1) and same_value(va, vb, depth - 1)
-            for (ka, va), (kb, vb) in zip(a.items(), b.items(), strict=True)
+            for (ka, va), (kb, vb) in zip(dict.items(a), dict.items(b), strict=True)
         )
-    if type(a) in (list, tuple):
+    if isinstance(a, list | tuple):
         return _same_items(a, b, depth)
-    if type(a) is float:
-        return struct.pack("<d", a) == struct.pack("<d", b)
     return bool(a == b)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import pickle
 import random
+import subprocess
 import sys
 import sysconfig
 from collections.abc import Callable
@@ -110,6 +111,64 @@ def test_values_equal_but_written_apart_count_as_changed(a: Any, b: Any) -> None
     assert _both([*messages[:2], {**previous[2], "content": b}, *messages[3:]], previous, refs) == 0
 
 
+def test_subclasses_of_containers_and_floats_are_compared_as_they_are_written() -> None:
+    """JSON writes a dict subclass as a dict, a namedtuple as a list, a float subclass as a
+    float: compared item by item and by bits, not by their ``==``."""
+    import collections
+
+    np = pytest.importorskip("numpy")
+
+    class Fields(dict):  # type: ignore[type-arg]
+        pass
+
+    class Items(list):  # type: ignore[type-arg]
+        pass
+
+    pair = collections.namedtuple("pair", "x y")
+    cases = [
+        (collections.OrderedDict(n=1), collections.OrderedDict(n=True)),
+        (Fields(n=1), Fields(n=1.0)),
+        (Items([1]), Items([1.0])),
+        (pair(1, 2), pair(1, 2.0)),
+        (np.float64(0.0), np.float64(-0.0)),
+    ]
+    for a, b in cases:
+        assert a == b and not same_value(a, b), (a, b)
+        assert same_value(a, copy.deepcopy(a))
+
+
+def test_a_comparison_reentered_from_an_eq_stops_at_the_recursion_limit() -> None:
+    """An ``__eq__`` that compares nested values again: a RecursionError, as with ``==``, not
+    a crash (run apart: a crash would end the test run)."""
+    script = """
+from ctxbudget._core import same_value
+
+def nested(n, leaf):
+    for _ in range(n):
+        leaf = [leaf]
+    return leaf
+
+class Again:
+    def __init__(self, n):
+        self.n = n
+
+    def __eq__(self, other):
+        a, b = nested(95, Again(self.n - 1)), nested(95, Again(other.n - 1))
+        return self.n == 0 or same_value(a, b)
+
+    __hash__ = object.__hash__
+
+try:
+    same_value([Again(500)], [Again(500)])
+except RecursionError:
+    print("RecursionError")
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=False
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, "RecursionError"), done.stderr
+
+
 def test_values_too_deep_to_compare_count_as_changed() -> None:
     def nested(levels: int) -> Any:
         value: Any = "leaf"
@@ -120,7 +179,7 @@ def test_values_too_deep_to_compare_count_as_changed() -> None:
     deep = nested(5_000)
     assert same_value(deep, deep)
     assert not same_value(deep, nested(5_000))
-    assert same_value(nested(150), nested(150))
+    assert same_value(nested(90), nested(90))
     shallow = [[["leaf"]]]
     assert same_value(shallow, copy.deepcopy(shallow))
 

@@ -28,7 +28,6 @@ import datetime as _dt
 import errno
 import importlib
 import io
-import itertools
 import logging
 import os
 import pkgutil
@@ -39,7 +38,7 @@ import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from types import ModuleType
-from typing import Any, BinaryIO, Literal, cast
+from typing import Any, BinaryIO, Literal
 from xml.etree import ElementTree
 
 from ctxbudget import text as _text
@@ -637,49 +636,15 @@ def _has_numbering(paragraph: Any) -> bool:
 
 
 def _convert_xlsx(openpyxl: ModuleType, data: bytes, out: _Output) -> None:
-    """Each sheet as a table of its cells' values; a formula without a value saved with it
-    (a workbook written by openpyxl or pandas, not by a spreadsheet program) as its text."""
-    values = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
-    formulas = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=False)
+    workbook = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
     try:
-        for sheet, same_sheet in zip(values.worksheets, formulas.worksheets, strict=True):
+        for sheet in workbook.worksheets:
             out.add(f"## {sheet.title}")
             out.blank()
-            rows = _with_formulas(_rows(sheet), _rows(same_sheet))
-            _table(_counted(rows, out), out)
+            _forget_dimensions(sheet)
+            _table(_counted(sheet.iter_rows(max_row=_EXCEL_MAX_ROWS, values_only=True), out), out)
     finally:
-        values.close()
-        formulas.close()
-
-
-def _rows(sheet: Any) -> Iterator[Sequence[object]]:
-    """A read-only sheet's rows of values, as they are (see :func:`_forget_dimensions`)."""
-    _forget_dimensions(sheet)
-    return cast(
-        Iterator[Sequence[object]], sheet.iter_rows(max_row=_EXCEL_MAX_ROWS, values_only=True)
-    )
-
-
-def _with_formulas(
-    values: Iterable[Sequence[object]], formulas: Iterable[Sequence[object]]
-) -> Iterator[Sequence[object]]:
-    """``values``' rows, a cell with no value taking the formula ``formulas`` has there."""
-    for row, formula_row in itertools.zip_longest(values, formulas, fillvalue=()):
-        if None not in row and len(row) >= len(formula_row):
-            yield row
-            continue
-        yield [
-            value if value is not None else _formula_text(formula)
-            for value, formula in itertools.zip_longest(row, formula_row)
-        ]
-
-
-def _formula_text(formula: object) -> object:
-    """A formula cell's text (``=SUM(A2:B2)``; an array formula's ``text``), else nothing."""
-    if formula is None:
-        return None
-    text = getattr(formula, "text", formula)
-    return text if isinstance(text, str) else None
+        workbook.close()
 
 
 #: Rows in an Excel sheet. A row numbered past it (no spreadsheet writes one) is not read:
