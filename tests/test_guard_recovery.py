@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -23,6 +24,7 @@ from ctxbudget import (
     estimate_request,
     estimate_tokens,
 )
+from ctxbudget.limits import least_output
 
 NO_THRESHOLD = PruneConfig(threshold=10**9)
 
@@ -777,7 +779,8 @@ def test_the_output_a_provider_counts_by_default_is_kept() -> None:
 
 
 @pytest.mark.parametrize(
-    ("default_out", "words"), [(13_000, 3_000), (13_000, 9_000), (40_000, 3_000)]
+    ("default_out", "words"),
+    [(13_000, 3_000), (13_000, 9_000), (16_000, 9_000), (40_000, 3_000), (40_000, 9_000)],
 )
 def test_a_default_output_the_input_leaves_no_room_for_is_capped_not_refused(
     default_out: int, words: int
@@ -813,7 +816,80 @@ def test_a_default_output_the_input_leaves_no_room_for_is_capped_not_refused(
         cap = result.request.max_tokens
         assert len(sent) == 1 and result.overflow is None
         assert cap is not None and result.request.estimate.raw.total + cap <= limit
-        assert cap >= min(default_out // 2, limit // 2)
+        assert cap >= least_output(default_out, limit)
+
+
+def _stating_provider(
+    limits: list[int], default_out: int, sent: list[GuardedRequest], skew: float = 1.0
+) -> Callable[[GuardedRequest], dict[str, Any]]:
+    """A provider of limit ``limits[0]`` (the test may change it) that counts ``default_out``
+    of output when no max_tokens is sent, and ``skew`` times our estimate of the input."""
+
+    def send(request: GuardedRequest) -> dict[str, Any]:
+        sent.append(request)
+        n, limit = int(request.estimate.raw.total * skew), limits[0]
+        out = request.max_tokens if request.max_tokens is not None else default_out
+        if n + out > limit:
+            raise RuntimeError(
+                f"This model's maximum context length is {limit} tokens. However, you requested"
+                f" {n + out} tokens ({n} in the messages, {out} in the completion)."
+            )
+        return {"usage": {"prompt_tokens": n}}
+
+    return send
+
+
+def test_a_cap_in_place_of_the_default_output_leaves_room_for_the_estimates_error() -> None:
+    """Calibrated to a provider that counts 10% more: the capped turns go out once each."""
+    sent: list[GuardedRequest] = []
+    send = _stating_provider([16_000], 13_000, sent, skew=1.1)
+    guard = ContextGuard("gpt-4o", window=16_000)
+    history: list[dict[str, Any]] = [{"role": "user", "content": "hello " * 3_000}]
+    guard.send(send, history)
+    for turn in range(20):
+        history = [
+            *history,
+            {"role": "assistant", "content": f"Answer {turn}."},
+            {"role": "user", "content": "And then? " * (turn + 1)},
+        ]
+        sent.clear()
+        guard.send(send, history)
+        assert len(sent) == 1, turn
+
+
+def test_a_cap_in_place_of_the_default_output_keeps_the_callers_reserved_output() -> None:
+    sent: list[GuardedRequest] = []
+    send = _stating_provider([16_000], 6_000, sent)
+    budget = ContextWindowBudget(128_000, reserved_output=10_000, model="gpt-4o")
+    guard = ContextGuard("gpt-4o", budget=budget, calibration=False)
+    guard.send(send, [{"role": "user", "content": "hi " * 12_500}])
+    sent.clear()
+    with pytest.raises(ContextBudgetError):
+        guard.send(send, [{"role": "user", "content": "hi " * 10_800}])
+    assert sent == []
+
+
+def test_a_lower_limit_met_with_the_guards_cap_keeps_the_default_output_it_learned() -> None:
+    """The deployment behind the endpoint shrinks from 16k to 14k: one overflow, then every
+    turn goes out once with a cap under the new limit."""
+    limits: list[int] = [16_000]
+    sent: list[GuardedRequest] = []
+    send = _stating_provider(limits, 13_000, sent)
+    guard = ContextGuard("gpt-4o", window=128_000)
+    history: list[dict[str, Any]] = [{"role": "user", "content": "hello " * 5_000}]
+    for turn in range(6):
+        if turn == 2:
+            limits[0] = 14_000
+        sent.clear()
+        result = guard.send(send, history)
+        assert len(sent) == (2 if turn in (0, 2) else 1), turn
+        cap = result.request.max_tokens
+        assert cap is not None and result.request.estimate.raw.total + cap <= limits[0]
+        history = [
+            *history,
+            {"role": "assistant", "content": "OK."},
+            {"role": "user", "content": "More."},
+        ]
 
 
 def test_a_stub_undone_by_compaction_is_not_remembered() -> None:

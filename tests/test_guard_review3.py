@@ -430,3 +430,12 @@ def test_a_window_too_small_for_any_request_says_so(window: int) -> None:
     guard = ContextGuard("gpt-4o", window=window)
     with pytest.raises(ContextBudgetError):
         guard.send(lambda r: {}, [{"role": "user", "content": "hi"}])
+
+
+def test_a_dict_of_a_class_from_a_langchain_named_module_is_read_as_a_dict() -> None:
+    from ctxbudget import prune
+
+    message_class = type("Message", (dict,), {"__module__": "langchain_myapp.messages"})
+    history = [message_class(role="user", content="hi")]
+    assert prune(history, window=16_000, model="gpt-4o").fits
+    assert ContextGuard("gpt-4o").send(lambda r: {"usage": {}}, history).request.messages

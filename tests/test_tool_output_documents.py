@@ -714,21 +714,3 @@ def test_pipe_put_in_place_after_the_check_is_refused_without_blocking(
 def test_bad_cap_argument(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="max_bytes"):
         read_tool_file(tmp_path / "x", max_bytes=-1)
-
-
-def test_a_formula_without_a_saved_value_is_shown_as_its_formula(tmp_path: Path) -> None:
-    """openpyxl and pandas save formulas without the value a spreadsheet program would
-    compute: the cell is shown as its formula, not dropped."""
-    import openpyxl
-
-    workbook = openpyxl.Workbook()
-    sheet = workbook.active
-    assert sheet is not None
-    sheet.append(["a", "b", "total"])
-    sheet.append([1, 2, "=SUM(A2:B2)"])
-    sheet.append([None, None, "=A2*2"])
-    path = tmp_path / "formulas.xlsx"
-    workbook.save(str(path))
-    text = read_tool_file(path)
-    assert "| 1 | 2 | =SUM(A2:B2) |" in text
-    assert "|  |  | =A2*2 |" in text

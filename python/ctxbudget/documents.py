@@ -636,6 +636,10 @@ def _has_numbering(paragraph: Any) -> bool:
 
 
 def _convert_xlsx(openpyxl: ModuleType, data: bytes, out: _Output) -> None:
+    """Each sheet as a table of its cells' values as last saved: a formula's value is what
+    the program that saved the workbook computed. openpyxl and pandas save formulas without
+    one, and such cells read as empty (reading the formulas as well doubled the time and
+    cannot tell them from an empty text Excel saved)."""
     workbook = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
     try:
         for sheet in workbook.worksheets:

@@ -57,7 +57,7 @@ from ctxbudget.events import ContextEvent, EventCallback, Reason, emit
 from ctxbudget.formats.common import as_mapping, message_list
 from ctxbudget.formats.detect import SeenFits, pick_format
 from ctxbudget.largest import StickyStubs, StubCandidates, stub_largest
-from ctxbudget.limits import INPUT_CAP_RULES, Room, StatedLimit
+from ctxbudget.limits import INPUT_CAP_RULES, Room, StatedLimit, least_output
 from ctxbudget.messages import refuse_langchain
 from ctxbudget.models import _canonical
 from ctxbudget.overflow import OverflowInfo, classify_overflow
@@ -83,6 +83,9 @@ _UNKNOWN_COUNT_SHRINK = 0.9
 #: window (the smallest deployments are a few thousand tokens): "Image count exceeds the
 #: configured limit of 8" is no window of 8 tokens.
 _MIN_STATED_LIMIT = 1024
+#: A cap the guard sends in place of a provider's default output leaves this fraction of
+#: the input's estimate (1 in 100) free below the limit, for the estimate's error.
+_CAP_HEADROOM = 100
 #: Stubbing rounds at most per rewrite (each re-estimates what is left).
 _STUB_ROUNDS = 3
 #: The most :meth:`GuardedRequest.kwargs` fills in as Anthropic's required ``max_tokens``
@@ -497,7 +500,7 @@ class ContextGuard:
                 if second is None:
                     raise
                 self._observe_overflow(retry, second)
-                self._note_limit(second, retry)
+                self._note_limit(second, retry, max_tokens)
                 raise ContextOverflowError.from_info(
                     second, model=self.model, reason="still too long after one recovery"
                 ) from again
@@ -518,7 +521,7 @@ class ContextGuard:
     ) -> Generator[_Step, Any, GuardedRequest]:
         """The retry after the provider's overflow ``info`` (SPEC F3-F5)."""
         measured = self._observe_overflow(request, info)
-        self._note_limit(info, request)
+        self._note_limit(info, request, call.max_tokens)
         lowered = self._lower_output(request, info)
         if lowered is not None:
             return lowered
@@ -560,7 +563,8 @@ class ContextGuard:
     def _lower_output(self, request: GuardedRequest, info: OverflowInfo) -> GuardedRequest | None:
         """The request with a smaller ``max_tokens`` when only the output reserve overflowed,
         the provider stated the input exactly and the window, and what is left is at least
-        half the output asked for, and fits the window by our estimate too (SPEC F5: the
+        :func:`~ctxbudget.limits.least_output` (half the output asked for, at most a quarter
+        of the window), and fits the window by our estimate too (SPEC F5: the
         reserve itself is what is lowered, so the budget's reserve rule does not apply)."""
         if info.input_fits is not True or not info.exact:
             return None  # vLLM's "at least N input tokens" is where it stopped counting
@@ -573,7 +577,7 @@ class ContextGuard:
             self._budget(request.max_tokens).window - request.input_tokens,
         )
         asked = request.max_tokens if request.max_tokens is not None else info.output_tokens
-        if asked is None or room >= asked or room < asked // 2:
+        if asked is None or room >= asked or room < least_output(asked, info.limit_tokens):
             return None  # too little left to answer in: make the input smaller instead
         logger.info(
             "overflow (%s): input %d fits the window %d; max_tokens %s -> %d",
@@ -581,7 +585,9 @@ class ContextGuard:
         )  # fmt: skip
         return replace(request, max_tokens=room, attempt=2, reason="overflow")
 
-    def _note_limit(self, info: OverflowInfo, request: GuardedRequest) -> None:
+    def _note_limit(
+        self, info: OverflowInfo, request: GuardedRequest, caller_max_tokens: int | None
+    ) -> None:
         """Budget the next requests against the provider's stated limit when it is below
         ours (a deployment with a shorter context than the registry's, an input cap), until
         the provider takes more than it (see :meth:`_lift_limit`)."""
@@ -595,6 +601,9 @@ class ContextGuard:
             logger.warning("ignoring a stated limit of %d tokens: too small to be a window", limit)
             return
         output = info.output_tokens if request.max_tokens is None else None
+        if output is None and caller_max_tokens is None and self._limit is not None:
+            # Sent with the guard's cap in place of the default output it learned: still so.
+            output = self._limit.output
         stated = StatedLimit(limit, info.rule in INPUT_CAP_RULES, output)
         mt = request.max_tokens
         if stated.budget(self.budget, mt).available(mt) >= self._available(mt):
@@ -714,7 +723,9 @@ class ContextGuard:
         window = self._budget(None).window
         if est.total + stated.output <= window:
             return None
-        return max(1, window - est.total)
+        # A little short of the limit: an estimate a token under the provider's count would
+        # otherwise overflow, and be retried, on every such turn.
+        return max(1, window - est.total - -(-est.total // _CAP_HEADROOM))
 
     def _takes_smaller_cap(self, sent: int | None, max_tokens: int | None) -> bool:
         """Whether a request the caller gave no ``max_tokens`` may go with the cap ``sent``
@@ -722,7 +733,10 @@ class ContextGuard:
         :meth:`~ctxbudget.limits.StatedLimit.least_output` (``sent`` fits the limit beside
         the input by its construction)."""
         least = self._limit.least_output() if self._limit is not None else None
-        return max_tokens is None and sent is not None and least is not None and sent >= least
+        if max_tokens is not None or sent is None or least is None:
+            return False
+        # Never less than an output the caller's budget reserves.
+        return sent >= max(least, self.budget.reserved_output or 0)
 
     def _default_output(self, max_tokens: int | None) -> int | None:
         """The output cap a request without ``max_tokens`` is sent with where the API

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ctxbudget.budget import ContextWindowBudget
 from ctxbudget.calibration import CalibratedEstimate
 
-__all__ = ["INPUT_CAP_RULES", "Room", "StatedLimit"]
+__all__ = ["INPUT_CAP_RULES", "Room", "StatedLimit", "least_output"]
 
 #: Rules of provider errors whose stated limit is the input's alone (not input + output).
 INPUT_CAP_RULES = frozenset({"text:input tokens exceed", "code:model_max_prompt_tokens_exceeded"})
@@ -46,9 +46,9 @@ class StatedLimit:
         return min(self.output, self.tokens // 2)
 
     def least_output(self) -> int | None:
-        """The smallest cap the guard sends in place of the provider's default output: half
-        of it (as when it lowers ``max_tokens`` after an overflow)."""
-        return None if self.output is None else -(-self.output // 2)
+        """The smallest cap the guard sends in place of the provider's default output
+        (:func:`least_output`)."""
+        return None if self.output is None else least_output(self.output, self.tokens)
 
     def budget(self, base: ContextWindowBudget, max_tokens: int | None) -> ContextWindowBudget:
         """``base`` for a request with ``max_tokens`` under this limit."""
@@ -66,6 +66,13 @@ class StatedLimit:
             max_reserve_fraction=base.max_reserve_fraction, max_output=base.max_output,
             default_output=base.default_output, model=base.model,
         )  # fmt: skip
+
+
+def least_output(asked: int, limit: int) -> int:
+    """The smallest output cap the guard lowers ``asked`` to under a provider's ``limit``:
+    half of it, or a quarter of the limit when that is less (the most a budget reserves by
+    default): a larger default never leaves less room to send a request in."""
+    return min(-(-asked // 2), limit // 4)
 
 
 @dataclass(frozen=True, slots=True)

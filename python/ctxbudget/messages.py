@@ -153,6 +153,8 @@ def refuse_langchain(messages: Sequence[Any]) -> None:
     last message is: each call stays cheap on a long history); for callers that take wire
     formats only (pruning, the guard, compaction)."""
     for index in {0, len(messages) - 1} if messages else ():
+        if isinstance(messages[index], Mapping):  # a dict is read as one, whatever its class
+            continue
         error = _langchain_error(messages[index], index, "openai_chat")
         if error is not None:
             raise error
