@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import random
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from ctxbudget.calibration import CalibrationTracker, reported_input_tokens
-from ctxbudget.request import estimate_request
+from ctxbudget.request import RequestEstimator, estimate_request
 
 from .test_request import text_chat
 
@@ -121,8 +122,8 @@ def test_factors_follow_every_change_of_samples_and_settings() -> None:
     tracker.clamp = (0.5, 1.3)
     assert tracker.delta_factor == 1.3 and tracker.state().delta_factor == 1.3
     tracker.clamp = (0.5, 2.0)
-    tracker.prior_weight = 1e9  # the prior (cold ratios) outweighs every delta sample
-    assert tracker.delta_factor == pytest.approx(tracker.cold_factor)
+    tracker.prior_weight = 1e9  # the prior (the profile's own 1.0) outweighs every delta sample
+    assert tracker.delta_factor == 1.0 and tracker.cold_factor != pytest.approx(1.0)
     tracker.reset()
     assert tracker.delta_factor == 1.0 and tracker.cold_factor == pytest.approx(1.2)
 
@@ -361,3 +362,81 @@ def test_bedrock_converse_usage_counts_the_cached_prompt_too() -> None:
     }
     assert reported_input_tokens(response) == 3040
     assert reported_input_tokens(response["usage"]) == 3040
+
+
+_WORDS = ["alpha", "beta", "gamma", "delta", "def", "foo(x):", "return", "x+1", "error", "line"]
+
+
+def _words(rng: random.Random, n: int) -> str:
+    return " ".join(rng.choice(_WORDS) for _ in range(n))
+
+
+def test_one_wrong_first_report_is_replaced_when_the_next_two_agree() -> None:
+    """A first report of 0.4x the request passes as plausible; the true reports after it are
+    each off that anchor, but agree with one another: the second of them re-anchors."""
+    rng = random.Random(0)
+    tracker = CalibrationTracker("gpt-4o")
+    oracle = RequestEstimator("gpt-4o")
+
+    def truth(msgs: list[dict[str, Any]]) -> int:
+        return round(1.07 * oracle.estimate(msgs).total)
+
+    msgs = [{"role": "user", "content": _words(rng, 5_000)} for _ in range(7)]
+    assert tracker.observe(msgs, {"prompt_tokens": int(truth(msgs) * 0.4)})
+    believed = []
+    for _ in range(4):
+        msgs = [
+            *msgs,
+            {"role": "assistant", "content": _words(rng, 60)},
+            {"role": "user", "content": _words(rng, 60)},
+        ]
+        believed.append(tracker.observe(msgs, {"prompt_tokens": truth(msgs)}))
+    assert believed == [False, True, True, True]
+    msgs = [*msgs, {"role": "user", "content": "next"}]
+    assert tracker.estimate(msgs).total == pytest.approx(truth(msgs), rel=0.01)
+
+
+def test_reasoning_the_provider_leaves_out_teaches_no_factor() -> None:
+    """Claude drops earlier turns' thinking blocks from its count: those turns' ratios (a
+    fifth) must not pin the factors at the clamp for the next large tool output."""
+    rng = random.Random(0)
+    tracker = CalibrationTracker("claude-sonnet-4-5")
+    oracle = RequestEstimator("claude-sonnet-4-5")
+
+    def truth(msgs: list[dict[str, Any]]) -> int:
+        kept = [
+            {**m, "content": [b for b in m["content"] if b["type"] != "thinking"]}
+            if isinstance(m["content"], list)
+            else m
+            for m in msgs
+        ]
+        return oracle.estimate(kept).total
+
+    msgs: list[dict[str, Any]] = [{"role": "user", "content": _words(rng, 2_000)}]
+    for _ in range(8):
+        tracker.observe(msgs, {"input_tokens": truth(msgs)})
+        thinking = {"type": "thinking", "thinking": _words(rng, 1_500), "signature": "s"}
+        msgs = [
+            *msgs,
+            {"role": "assistant", "content": [thinking, {"type": "text", "text": "Done."}]},
+            {"role": "user", "content": _words(rng, 200)},
+        ]
+    tracker.observe(msgs, {"input_tokens": truth(msgs)})
+    big = [*msgs, {"role": "assistant", "content": "Reading."}]
+    big.append({"role": "user", "content": _words(rng, 15_000)})
+    assert tracker.estimate(big).total >= 0.95 * truth(big)
+    compacted = [{"role": "user", "content": "Summary: " + _words(rng, 3_000)}]
+    assert tracker.estimate(compacted).total >= 0.95 * truth(compacted)
+
+
+def test_the_delta_factor_starts_from_the_profile_not_from_whole_request_ratios() -> None:
+    """A provider adding 300 tokens out of sight makes whole requests' ratios high; short
+    turns added to an anchor are counted 1.07x, and the factor for them says about that."""
+    rng = random.Random(1)
+    tracker = CalibrationTracker("gpt-4o")
+    oracle = RequestEstimator("gpt-4o")
+    msgs: list[dict[str, Any]] = [{"role": "user", "content": _words(rng, 40)}]
+    for _ in range(4):
+        tracker.observe(msgs, {"prompt_tokens": round(1.07 * oracle.estimate(msgs).total) + 300})
+        msgs = [*msgs, {"role": "assistant", "content": _words(rng, 20)}]
+    assert 1.0 <= tracker.delta_factor <= 1.15
