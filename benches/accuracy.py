@@ -23,6 +23,9 @@ import numpy as np
 
 from ctxbudget.tokens import estimate_batch
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from corpus_dir import CorpusError, read_corpus
+
 #: (our encoding, quicktok encoding)
 ORACLES = (
     ("cl100k", "cl100k_base"),
@@ -37,12 +40,9 @@ CONSERVATIVE_SLACK = 0.02
 
 
 def load_dir(root: Path) -> list[tuple[str, str, str]]:
-    """(class, file name, text) for every ``root/<class>/*.txt``, sorted."""
-    docs = []
-    for cls_dir in sorted(p for p in root.iterdir() if p.is_dir()):
-        for f in sorted(cls_dir.glob("*.txt")):
-            docs.append((cls_dir.name, f"{cls_dir.name}/{f.name}", f.read_text(encoding="utf-8")))
-    return docs
+    """(class, file name, text) for every non-empty ``root/<class>/*.txt``, sorted (an empty
+    file has no relative error; see ``corpus_dir.read_corpus``)."""
+    return [doc for doc in read_corpus(root) if doc[2]]
 
 
 def load_eval_split() -> list[tuple[str, str, str]]:
@@ -169,9 +169,13 @@ def main() -> int:
     ap.add_argument("--corpus", type=Path, help="DIR/<class>/*.txt (default: the eval split)")
     ap.add_argument("--json", action="store_true", help="machine-readable output")
     a = ap.parse_args()
-    docs = load_dir(a.corpus) if a.corpus else load_eval_split()
+    try:
+        docs = load_dir(a.corpus) if a.corpus else load_eval_split()
+    except CorpusError as exc:
+        print(exc, file=sys.stderr)
+        return 2
     if not docs:
-        print(f"no DIR/<class>/*.txt files under {a.corpus}", file=sys.stderr)
+        print(f"no non-empty DIR/<class>/*.txt files under {a.corpus}", file=sys.stderr)
         return 2
     res = evaluate(docs)
     res["misses"] = verdict(res)

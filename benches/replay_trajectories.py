@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxbudget.calibration import CalibrationTracker
+from ctxbudget.messages import MessageFormatError
 from ctxbudget.request import PROFILES, RequestEstimator, estimate_request
 
 BASH_TOOL = {
@@ -68,35 +69,70 @@ class Run:
     requests: list[tuple[int, int, str]]
 
 
+class RunError(Exception):
+    """A trajectory file that cannot be replayed: its path and why."""
+
+
 def load_runs(directory: Path) -> list[Run]:
-    """Every run in ``directory``, in file-name order."""
+    """Every run in ``directory``, in file-name order (one file per run: a ``.traj.json``
+    beside a ``.traj.json.gz`` of the same run is read once, the plain one).
+
+    Raises:
+        RunError: A file that is not a trajectory (named, with the reason).
+    """
     runs: list[Run] = []
     files = sorted([*directory.glob("*.traj.json"), *directory.glob("*.traj.json.gz")])
+    plain = {path.name for path in files if path.suffix != ".gz"}
     for path in files:
-        opener = gzip.open if path.suffix == ".gz" else open
-        with opener(path, "rt", encoding="utf-8") as fh:
-            data = json.load(fh)
-        messages: list[dict[str, Any]] = []
-        requests: list[tuple[int, int, str]] = []
-        for raw in data["messages"]:
-            if raw.get("role") == "exit":
-                continue
-            response = (raw.get("extra") or {}).get("response") or {}
-            usage = response.get("usage")
-            if raw.get("role") == "assistant" and usage and usage.get("prompt_tokens"):
-                requests.append(
-                    (len(messages), int(usage["prompt_tokens"]), response.get("model", ""))
-                )
-            messages.append({k: v for k, v in raw.items() if k != "extra"})
-        runs.append(Run(path.name.split(".traj")[0], messages, requests))
+        if path.name.startswith("._") or (path.suffix == ".gz" and path.stem in plain):
+            continue  # macOS resource forks; the same run twice
+        try:
+            runs.append(_load_run(path))
+        except (OSError, EOFError, ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise RunError(f"{path}: not a trajectory: {type(exc).__name__}: {exc}") from exc
     return runs
 
 
+def _load_run(path: Path) -> Run:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as fh:
+        data = json.load(fh)
+    messages: list[dict[str, Any]] = []
+    requests: list[tuple[int, int, str]] = []
+    for raw in data["messages"]:
+        if raw.get("role") == "exit":
+            continue
+        response = (raw.get("extra") or {}).get("response") or {}
+        reported = _reported(response.get("usage"))
+        if raw.get("role") == "assistant" and reported:
+            requests.append((len(messages), reported, response.get("model") or ""))
+        messages.append({k: v for k, v in raw.items() if k != "extra"})
+    return Run(path.name.split(".traj")[0], messages, requests)
+
+
+def _reported(usage: Any) -> int | None:
+    """The input tokens a usage report states (``prompt_tokens``, else ``input_tokens``), if
+    a positive number."""
+    if not isinstance(usage, dict):
+        return None
+    value = usage.get("prompt_tokens", usage.get("input_tokens"))
+    try:
+        count = int(value) if value is not None else 0
+    except (TypeError, ValueError):
+        return None
+    return count if count > 0 else None
+
+
 def chars4(message: dict[str, Any]) -> int:
-    """Characters of the message text: content plus tool-call arguments."""
-    total = len(message.get("content") or "")
+    """Characters of the message text: content (its text parts' text, for a list of parts)
+    plus tool-call arguments."""
+    content = message.get("content") or ""
+    if isinstance(content, list):
+        total = sum(len(p.get("text") or "") for p in content if isinstance(p, dict))
+    else:
+        total = len(content)
     for call in message.get("tool_calls") or []:
-        total += len(call["function"]["arguments"])
+        total += len((call.get("function") or {}).get("arguments") or "")
     return total
 
 
@@ -153,7 +189,11 @@ def replay(runs: list[Run]) -> dict[str, Any]:
     later: dict[str, list[float]] = {m: [] for m in METHODS}  # requests with an earlier usage
     turns = 0
     for run in runs:
-        for k, (reported, predicted) in enumerate(predictions(run)):
+        try:
+            predicted_run = list(predictions(run))
+        except MessageFormatError as exc:
+            raise RunError(f"run {run.name}: {exc}") from exc
+        for k, (reported, predicted) in enumerate(predicted_run):
             turns += 1
             for method in METHODS:
                 err = predicted[method] / reported - 1
@@ -257,14 +297,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the JSON summary only")
     parser.add_argument("--fit", action="store_true", help="refit the deepseek framing profile")
     args = parser.parse_args(argv)
-    runs = load_runs(args.directory)
-    if not runs:
-        print(f"no *.traj.json[.gz] files in {args.directory}", file=sys.stderr)
+    if not args.directory.is_dir():
+        print(f"{args.directory}: no such directory", file=sys.stderr)
         return 2
-    if args.fit:
-        fit(runs)
-        return 0
-    result = replay(runs)
+    try:
+        runs = load_runs(args.directory)
+        if not runs:
+            print(f"no *.traj.json[.gz] files in {args.directory}", file=sys.stderr)
+            return 2
+        if args.fit:
+            fit(runs)
+            return 0
+        result = replay(runs)
+    except RunError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    if not result["turns"]:
+        # Zeros would read as a perfect score on data never measured.
+        print(
+            f"no assistant message with a usage report (prompt_tokens or input_tokens) in"
+            f" {args.directory}: nothing to compare with",
+            file=sys.stderr,
+        )
+        return 2
     if args.json:
         result.pop("_later")
         print(json.dumps(result))

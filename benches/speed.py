@@ -32,6 +32,9 @@ from pathlib import Path
 from ctxbudget import estimate_tokens, validate_text
 from ctxbudget.tokens import estimate_batch
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from corpus_dir import CorpusError, read_corpus
+
 #: o200k_base's pre-tokenizer pattern (as in tiktoken).
 O200K_PATTERN = "|".join(
     [
@@ -48,15 +51,17 @@ SLOW_PREFIX = 512 * 1024
 
 
 def classes(corpus: Path | None) -> dict[str, str]:
+    """Each class's text: its files joined (``corpus_dir.read_corpus``), empty classes left
+    out; the eval split's when no ``corpus`` is given."""
     if corpus is not None:
-        return {
-            d.name: "".join(f.read_text(encoding="utf-8") for f in sorted(d.glob("*.txt")))
-            for d in sorted(p for p in corpus.iterdir() if p.is_dir())
-        }
+        out: dict[str, str] = {}
+        for cls, _, text in read_corpus(corpus):
+            out[cls] = out.get(cls, "") + text
+        return {cls: text for cls, text in out.items() if text}
     sys.path.insert(0, str(Path(__file__).resolve().parent / "estimator"))
     import corpus as builder
 
-    out: dict[str, str] = {}
+    out = {}
     for d in builder.build():
         if d.split == "eval":
             out[d.cls] = out.get(d.cls, "") + d.text
@@ -119,7 +124,10 @@ def measure(
         )
     row["len/4"] = size / median_seconds(lambda: len(text) // 4, repeat)
     # Machine calibration: our UTF-8 validator (memory speed when the machine is quiet).
-    row["validate_text"] = size / median_seconds(lambda: validate_text(data), repeat)
+    try:
+        row["validate_text"] = size / median_seconds(lambda: validate_text(data), repeat)
+    except ValueError:  # a NUL byte or invalid UTF-8: not text by its rules
+        row["validate_text"] = float("nan")
     head = data[:SLOW_PREFIX].decode("utf-8", "ignore")
     head_size = len(head.encode())
     for name, fn in slow.items():
@@ -240,7 +248,14 @@ def main() -> int:
     if a.small:
         small(a.repeat)
         return 0
-    texts = classes(a.corpus)
+    try:
+        texts = classes(a.corpus)
+    except CorpusError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    if not texts:
+        print(f"no non-empty DIR/<class>/*.txt files under {a.corpus}", file=sys.stderr)
+        return 2
     if a.batch:
         batch(texts, a.repeat)
         return 0
