@@ -38,6 +38,57 @@ fn char_run(b: &[u8], i: usize, char_len: usize) -> Option<usize> {
     (j - i >= RUN_MIN_CHARS * char_len).then_some(j - i)
 }
 
+/// A run of one pair of ASCII punctuation characters repeated at least this many times
+/// (`-=-=-=-=`) is split by [`pair_run_tokens`].
+const PAIR_RUN_MIN_PAIRS: usize = 4;
+/// Longest entry [`pair_run_tokens`] takes, in bytes: each step probes every length up to it,
+/// and longer probes would let the filter's false positives through (one in a few hundred a
+/// probe; the estimate's own whole pieces over 16 bytes are checked by a cut of them).
+const PAIR_RUN_MAX: usize = 16;
+
+/// Byte length of the run at `b[i..]` of one pair of different ASCII punctuation characters
+/// repeated (an odd last character included: `-=-=-`), if it has at least
+/// [`PAIR_RUN_MIN_PAIRS`] pairs.
+fn pair_run(b: &[u8], i: usize) -> Option<usize> {
+    let (first, second) = (*b.get(i)?, *b.get(i + 1)?);
+    if first == second || !first.is_ascii_punctuation() || !second.is_ascii_punctuation() {
+        return None;
+    }
+    let mut end = i + 2;
+    while b.get(end) == Some(&first) && b.get(end + 1) == Some(&second) {
+        end += 2;
+    }
+    if (end - i) / 2 < PAIR_RUN_MIN_PAIRS {
+        return None;
+    }
+    let odd = usize::from(b.get(end) == Some(&first));
+    Some(end + odd - i)
+}
+
+/// Tokens of a run of one repeated pair ([`pair_run`]): the fewer of its longest-match splits
+/// from its first character and from its second, each step the longest entry up to
+/// [`PAIR_RUN_MAX`] bytes (such runs are entries at sparse lengths, 2, 4, 8, 16: no stop after
+/// a few misses). Vocabularies hold them in one phase only (o200k has `=-=-=-=-` but no
+/// `-=-=`): split from the other, a banner of `-=` is 40 two-character entries where BPE
+/// makes 9 tokens.
+fn pair_run_tokens(b: &[u8], vocab: &Vocab<'_>) -> u32 {
+    let longest = |i: usize| {
+        (i + 2..=b.len().min(i + PAIR_RUN_MAX))
+            .rev()
+            .find(|&j| vocab.has(&b[i..j], vocab::hash(&b[i..j])))
+            .unwrap_or(i + 1)
+    };
+    let split = |from: usize| {
+        let (mut n, mut i) = (0u32, from);
+        while i < b.len() {
+            n += 1;
+            i = longest(i);
+        }
+        n
+    };
+    split(0).min(1 + split(1))
+}
+
 /// Tokens of a greedy longest-match split of `b` against the vocabulary filter: a cheap stand-in
 /// for BPE on pieces that are not one token. A character that starts no entry costs what it
 /// costs alone (its bytes, some merged: [`vocab::CharCosts`]); a run of one character repeated
@@ -64,6 +115,11 @@ fn greedy(b: &[u8], vocab: &Vocab<'_>, three: bool) -> u32 {
         }
         if let Some(run) = char_run(b, i, next_char(b, i) - i) {
             n += run_tokens(&b[i..i + run], vocab);
+            i += run;
+            continue;
+        }
+        if let Some(run) = pair_run(b, i) {
+            n += pair_run_tokens(&b[i..i + run], vocab);
             i += run;
             continue;
         }
@@ -302,6 +358,24 @@ fn run_step(b: &[u8], i: usize, vocab: &Vocab<'_>) -> (u32, usize) {
 mod tests {
     use super::*;
     use crate::estimate::{estimate_tokens, model, Encoding};
+
+    #[test]
+    fn runs_of_one_pair_are_split_in_the_phase_the_vocabulary_has() {
+        let m = model(Encoding::O200k).expect("fitted");
+        // Runs of a punctuation pair, an odd last character included; not of letters, not
+        // of one character, not under four pairs.
+        assert_eq!(pair_run(b"-=-=-=-=", 0), Some(8));
+        assert_eq!(pair_run(b"x-=-=-=-=-y", 1), Some(9));
+        assert_eq!(pair_run(b"-=-=-=", 0), None);
+        assert_eq!(pair_run(b"abababab", 0), None);
+        assert_eq!(pair_run(b"--------", 0), None);
+        // o200k has `=-=-...` entries, not `-=-=...`: split from its second character, an
+        // 80-byte banner is about what BPE makes of it (9), not 40 pairs.
+        let banner = b"-=".repeat(40);
+        let whole = pair_run_tokens(&banner, &m.vocab);
+        assert!((6..=12).contains(&whole), "{whole}");
+        assert_eq!(greedy_tokens(&banner, &m.vocab), whole);
+    }
 
     #[test]
     fn greedy_split_of_unknown_words() {
