@@ -440,3 +440,77 @@ def test_the_delta_factor_starts_from_the_profile_not_from_whole_request_ratios(
         tracker.observe(msgs, {"prompt_tokens": round(1.07 * oracle.estimate(msgs).total) + 300})
         msgs = [*msgs, {"role": "assistant", "content": _words(rng, 20)}]
     assert 1.0 <= tracker.delta_factor <= 1.15
+
+
+def _skewed_truth(oracle: RequestEstimator) -> Any:
+    """A provider counting 7% more than our estimate, plus 300 tokens out of sight."""
+    return lambda msgs: round(1.07 * oracle.estimate(msgs).total) + 300
+
+
+def _turn(rng: random.Random, words: int = 60) -> list[dict[str, Any]]:
+    return [
+        {"role": "assistant", "content": _words(rng, 40)},
+        {"role": "user", "content": _words(rng, words)},
+    ]
+
+
+def test_cumulative_usage_is_not_taken_for_a_doubted_anchor() -> None:
+    """A run's cumulative usage (each report the sum of every request so far) moves further
+    from the anchor each turn: two such reports in a row do not agree, even when the second
+    turn adds a large tool output."""
+    rng = random.Random(0)
+    truth = _skewed_truth(RequestEstimator("gpt-4o"))
+    tracker = CalibrationTracker("gpt-4o")
+    m0 = [{"role": "system", "content": _words(rng, 2_000)}]
+    m0.append({"role": "user", "content": _words(rng, 100)})
+    m1 = [*m0, *_turn(rng)]
+    m2 = [*m1, *_turn(rng, 1_300)]
+    t0, t1, t2 = truth(m0), truth(m1), truth(m2)
+    assert tracker.observe(m0, {"prompt_tokens": t0})
+    assert not tracker.observe(m1, {"prompt_tokens": t0 + t1})
+    assert not tracker.observe(m2, {"prompt_tokens": t0 + t1 + t2})
+
+
+def test_a_doubted_report_seen_twice_confirms_nothing() -> None:
+    rng = random.Random(0)
+    truth = _skewed_truth(RequestEstimator("gpt-4o"))
+    tracker = CalibrationTracker("gpt-4o")
+    m0 = [{"role": "system", "content": _words(rng, 8_000)}]
+    m0.append({"role": "user", "content": _words(rng, 100)})
+    m1 = [*m0, *_turn(rng)]
+    assert tracker.observe(m0, {"prompt_tokens": truth(m0)})
+    bad = {"prompt_tokens": int(truth(m1) * 0.45)}
+    assert not tracker.observe(m1, bad)
+    assert not tracker.observe(m1, bad)
+
+
+def test_an_anchor_later_reports_agreed_with_is_not_displaced_by_two_bad_ones() -> None:
+    rng = random.Random(0)
+    truth = _skewed_truth(RequestEstimator("gpt-4o"))
+    tracker = CalibrationTracker("gpt-4o")
+    msgs = [{"role": "system", "content": _words(rng, 8_000)}]
+    msgs.append({"role": "user", "content": _words(rng, 300)})
+    for kind in "GGGGGGBB":
+        count = truth(msgs) if kind == "G" else int(truth(msgs) * 0.45)
+        tracker.observe(msgs, {"prompt_tokens": count})
+        msgs = [*msgs, *_turn(rng, 200)]
+    assert tracker.estimate(msgs).total >= 0.95 * truth(msgs)
+
+
+def test_reasoning_a_provider_counts_teaches_the_delta_factor() -> None:
+    """Anthropic counts thinking inside a tool-use loop: such turns teach as any other."""
+    rng = random.Random(1)
+    oracle = RequestEstimator("claude-sonnet-4-5")
+    tracker = CalibrationTracker("claude-sonnet-4-5")
+    msgs: list[dict[str, Any]] = [{"role": "user", "content": _words(rng, 3_000)}]
+    for i in range(12):
+        tracker.observe(msgs, {"input_tokens": round(1.3 * oracle.estimate(msgs).total)})
+        thinking = {"type": "thinking", "thinking": _words(rng, 100), "signature": "s"}
+        call = {"type": "tool_use", "id": f"t{i}", "name": "bash", "input": {"cmd": "ls"}}
+        result = {"type": "tool_result", "tool_use_id": f"t{i}", "content": _words(rng, 800)}
+        msgs = [
+            *msgs,
+            {"role": "assistant", "content": [thinking, call]},
+            {"role": "user", "content": [result]},
+        ]
+    assert tracker.delta_factor > 1.2

@@ -256,6 +256,9 @@ class _Anchor:
     system_tokens: int
     tools_tokens: int
     attachments: int
+    #: A report extending an earlier one by what was added agreed with it: not a doubtful
+    #: first count.
+    confirmed: bool = False
 
 
 #: A report is believed within this factor beyond the clamp of the estimate: a tokenizer
@@ -328,6 +331,9 @@ def _within(count: int, estimate: int, low: float, high: float, charged: bool) -
     return charged or count >= estimate * low
 
 
+#: How far (a share of its distance) a second report may stand from where the first report
+#: off the anchor stood, relative to the anchor, to confirm it (see ``_confirms``).
+_DOUBT_DRIFT = 0.1
 #: A report below this share of the request's estimate, when the request carries reasoning,
 #: is taken to leave the reasoning out and teaches no whole-request ratio.
 _DROPPED_SHARE = 0.9
@@ -663,16 +669,22 @@ class CalibrationTracker:
                 raw.components.attachments,
             )
             if verdict == "implausible":
+                self._doubts.pop(conversation, None)
                 return False
+            anchor = self._anchors.get(conversation)
             if verdict == "off the anchor":
+                assert anchor is not None  # (only a report extending the anchor is off it)
                 doubt = self._doubts.get(conversation)
-                if not self._confirms(doubt, msgs, system, tools, raw, reported):
+                if anchor.confirmed or not self._confirms(anchor, doubt, msgs, raw, reported):
                     self._doubts[conversation] = report
                     return False
-                # Two reports in a row agree with each other, not with the anchor: the anchor
+                # The anchor is a first count no report agreed with since, and two reports
+                # in a row agree with each other, at the same distance from it: the anchor
                 # was the report to doubt (a count of something else that passed as the
                 # request's). Anchored anew; the delta from it teaches nothing.
                 self._anchors.pop(conversation, None)
+            elif anchor is not None and self._extends(anchor, msgs, system, tools, raw):
+                report.confirmed = True
             self._doubts.pop(conversation, None)
             self._learn(conversation, msgs, system, tools, raw, reported)
             self._anchors[conversation] = report
@@ -687,18 +699,29 @@ class CalibrationTracker:
 
     def _confirms(
         self,
+        anchor: _Anchor,
         doubt: _Anchor | None,
         msgs: list[Any],
-        system: Any,
-        tools: Any,
         raw: RequestEstimate,
         reported: int,
     ) -> bool:
-        """Whether the request ``raw`` estimates extends the refused report ``doubt``, and
-        ``reported`` grew from it by what the messages added since account for."""
-        if doubt is None or not self._extends(doubt, msgs, system, tools, raw):
+        """Whether ``reported`` (of the request ``raw`` estimates, which extends ``anchor``)
+        confirms the refused report ``doubt``: the request extends it by some messages,
+        grew from it by what they account for, and stands as far from what the anchor
+        predicts as ``doubt`` did (a run's cumulative usage moves further off each turn)."""
+        if doubt is None or len(msgs) <= len(doubt.messages):
             return False
-        return self._grew_plausibly(doubt, msgs, raw, reported)
+        k = len(doubt.messages)
+        if msgs[:k] != doubt.messages or raw.per_message[:k] != doubt.per_message:
+            return False
+        added = sum(raw.per_message[k:])
+        if added < self.min_delta or not self._grew_plausibly(doubt, msgs, raw, reported):
+            return False
+        factor = self.delta_factor
+        to_doubt = sum(doubt.per_message[len(anchor.messages) :])
+        off = doubt.reported - (anchor.reported + to_doubt * factor)
+        drift = (reported - doubt.reported) - added * factor
+        return abs(drift) <= _DOUBT_DRIFT * abs(off)
 
     def _plausible(
         self,
@@ -763,20 +786,20 @@ class CalibrationTracker:
         conversation's anchor, and the whole request. A part that holds attachments gives
         none: a PDF of unknown size is charged 30k and may cost 8k, which as a ratio (0.27)
         would halve the estimate of every later message. Nor does a part that holds a
-        model's reasoning, which providers leave out of later turns' counts (a delta of a
-        fifth of its estimate would pin every later estimate at the clamp)."""
+        model's reasoning and was counted well below its estimate: providers leave earlier
+        turns' reasoning out (a delta of a fifth would pin every later estimate at the clamp);
+        one that counts it teaches as any other."""
         anchor = self._anchors.get(conversation)
         if anchor is not None and self._extends(anchor, msgs, system, tools, raw):
             added = sum(raw.per_message[len(anchor.messages) :])
             delta = reported - anchor.reported
             attached = raw.components.attachments > anchor.attachments
-            if (
-                added > 0
-                and added >= self.min_delta
-                and delta > 0
-                and not attached
-                and not _has_reasoning(msgs[len(anchor.messages) :])
-            ):
+            # Reasoning in what was added, counted well below its estimate: the provider
+            # left it out (a ratio of a fifth would pin every later estimate at the clamp).
+            dropped = delta < _DROPPED_SHARE * added and _has_reasoning(
+                msgs[len(anchor.messages) :]
+            )
+            if added > 0 and added >= self.min_delta and delta > 0 and not attached and not dropped:
                 self._delta.append((delta / added, min(float(added), _MAX_DELTA_WEIGHT)))
         # A count well below the estimate of a request that carries reasoning may leave it
         # out, as providers do with earlier turns' (the ratio would make later estimates as
