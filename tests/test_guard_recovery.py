@@ -778,47 +778,6 @@ def test_the_output_a_provider_counts_by_default_is_kept() -> None:
     assert len(lowered) <= 1
 
 
-@pytest.mark.parametrize(
-    ("default_out", "words"),
-    [(13_000, 3_000), (13_000, 9_000), (16_000, 9_000), (40_000, 3_000), (40_000, 9_000)],
-)
-def test_a_default_output_the_input_leaves_no_room_for_is_capped_not_refused(
-    default_out: int, words: int
-) -> None:
-    """A provider that counts a default output of its own when no max_tokens is sent, most
-    of its limit or more: after the first overflow, every later turn goes out once, with a
-    cap of what the limit leaves (the input cannot be pruned: it is the user's message)."""
-    limit = 16_000
-    sent: list[GuardedRequest] = []
-
-    def send(request: GuardedRequest) -> dict[str, Any]:
-        sent.append(request)
-        n = request.estimate.raw.total
-        out = request.max_tokens if request.max_tokens is not None else default_out
-        if n + out > limit:
-            raise RuntimeError(
-                f"This model's maximum context length is {limit} tokens. However, you requested"
-                f" {n + out} tokens ({n} in the messages, {out} in the completion)."
-            )
-        return {"usage": {"prompt_tokens": n}}
-
-    history: list[dict[str, Any]] = [{"role": "user", "content": "hello " * words}]
-    guard = ContextGuard("gpt-4o", window=limit)
-    assert guard.send(send, history).overflow is not None
-    for turn in range(3):
-        history = [
-            *history,
-            {"role": "assistant", "content": f"Answer {turn}."},
-            {"role": "user", "content": "And then?"},
-        ]
-        sent.clear()
-        result = guard.send(send, history)
-        cap = result.request.max_tokens
-        assert len(sent) == 1 and result.overflow is None
-        assert cap is not None and result.request.estimate.raw.total + cap <= limit
-        assert cap >= least_output(default_out, limit)
-
-
 def _stating_provider(
     limits: list[int], default_out: int, sent: list[GuardedRequest], skew: float = 1.0
 ) -> Callable[[GuardedRequest], dict[str, Any]]:
@@ -837,6 +796,36 @@ def _stating_provider(
         return {"usage": {"prompt_tokens": n}}
 
     return send
+
+
+@pytest.mark.parametrize(
+    ("default_out", "words"),
+    [(13_000, 3_000), (13_000, 9_000), (16_000, 9_000), (40_000, 3_000), (40_000, 9_000)],
+)
+def test_a_default_output_the_input_leaves_no_room_for_is_capped_not_refused(
+    default_out: int, words: int
+) -> None:
+    """A provider that counts a default output of its own when no max_tokens is sent, most
+    of its limit or more: after the first overflow, every later turn goes out once, with a
+    cap of what the limit leaves (the input cannot be pruned: it is the user's message)."""
+    limit = 16_000
+    sent: list[GuardedRequest] = []
+    send = _stating_provider([limit], default_out, sent)
+    history: list[dict[str, Any]] = [{"role": "user", "content": "hello " * words}]
+    guard = ContextGuard("gpt-4o", window=limit)
+    assert guard.send(send, history).overflow is not None
+    for turn in range(3):
+        history = [
+            *history,
+            {"role": "assistant", "content": f"Answer {turn}."},
+            {"role": "user", "content": "And then?"},
+        ]
+        sent.clear()
+        result = guard.send(send, history)
+        cap = result.request.max_tokens
+        assert len(sent) == 1 and result.overflow is None
+        assert cap is not None and result.request.estimate.raw.total + cap <= limit
+        assert cap >= least_output(default_out, limit)
 
 
 def test_a_cap_in_place_of_the_default_output_leaves_room_for_the_estimates_error() -> None:
