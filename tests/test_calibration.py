@@ -514,3 +514,51 @@ def test_reasoning_a_provider_counts_teaches_the_delta_factor() -> None:
             {"role": "user", "content": [result]},
         ]
     assert tracker.delta_factor > 1.2
+
+
+def _pattern_run(pattern: str, bad: Any) -> tuple[CalibrationTracker, list[Any], Any]:
+    """A tracker fed one report a turn: true ("G") or ``bad(true)`` ("B"), on a conversation
+    with a large system prompt; the tracker, the next request, and the truth."""
+    rng = random.Random(0)
+    truth = _skewed_truth(RequestEstimator("gpt-4o"))
+    tracker = CalibrationTracker("gpt-4o")
+    msgs: list[Any] = [{"role": "system", "content": _words(rng, 8_000)}]
+    msgs.append({"role": "user", "content": _words(rng, 300)})
+    for kind in pattern:
+        count = truth(msgs) if kind == "G" else bad(truth(msgs))
+        tracker.observe(msgs, {"prompt_tokens": count})
+        msgs = [*msgs, *_turn(rng, 200)]
+    return tracker, msgs, truth
+
+
+def test_two_agreeing_bad_reports_do_not_displace_a_true_first_one() -> None:
+    tracker, msgs, truth = _pattern_run("GBB", lambda true: int(0.45 * true))
+    assert tracker.estimate(msgs).total >= 0.95 * truth(msgs)
+    assert tracker.cold_factor > 0.9  # shared by every conversation's cold estimate
+
+
+def test_a_cached_prefix_left_out_from_the_second_report_on_does_not_re_anchor() -> None:
+    """Request 2 is the first that can read a cache: a proxy reporting only the uncached
+    input then sends reports that agree with one another, further from their estimate."""
+    cached = _skewed_truth(RequestEstimator("gpt-4o"))(
+        [{"role": "system", "content": _words(random.Random(0), 8_000)}]
+    )
+    tracker, msgs, truth = _pattern_run("GBBBBBBB", lambda true: true - cached)
+    assert tracker.estimate(msgs).total >= 0.95 * truth(msgs)
+
+
+def test_a_bad_first_report_seen_twice_is_still_replaced() -> None:
+    """A report repeated (duplicate bookkeeping, a request sent again) confirms nothing."""
+    rng = random.Random(0)
+    truth = _skewed_truth(RequestEstimator("gpt-4o"))
+    tracker = CalibrationTracker("gpt-4o")
+    msgs: list[Any] = [{"role": "system", "content": _words(rng, 8_000)}]
+    msgs.append({"role": "user", "content": _words(rng, 300)})
+    bad = {"prompt_tokens": int(0.45 * truth(msgs))}
+    tracker.observe(msgs, bad)
+    tracker.observe(msgs, bad)
+    for _ in range(5):
+        msgs = [*msgs, *_turn(rng, 200)]
+        tracker.observe(msgs, {"prompt_tokens": truth(msgs)})
+    msgs = [*msgs, *_turn(rng, 200)]
+    assert tracker.estimate(msgs).total >= 0.95 * truth(msgs)

@@ -36,6 +36,7 @@ True
 from __future__ import annotations
 
 import logging
+import math
 import operator
 import reprlib
 import threading
@@ -256,9 +257,15 @@ class _Anchor:
     system_tokens: int
     tools_tokens: int
     attachments: int
+    #: The estimate of the request the report counted.
+    total: int = 0
     #: A report extending an earlier one by what was added agreed with it: not a doubtful
     #: first count.
     confirmed: bool = False
+
+    def distance(self) -> float:
+        """How far the report is from the request's estimate, as |log(report / estimate)|."""
+        return abs(math.log(max(1, self.reported) / max(1, self.total)))
 
 
 #: A report is believed within this factor beyond the clamp of the estimate: a tokenizer
@@ -667,6 +674,7 @@ class CalibrationTracker:
                 raw.components.system,
                 raw.components.tools,
                 raw.components.attachments,
+                raw.total,
             )
             if verdict == "implausible":
                 self._doubts.pop(conversation, None)
@@ -675,16 +683,24 @@ class CalibrationTracker:
             if verdict == "off the anchor":
                 assert anchor is not None  # (only a report extending the anchor is off it)
                 doubt = self._doubts.get(conversation)
-                if anchor.confirmed or not self._confirms(anchor, doubt, msgs, raw, reported):
+                if (
+                    anchor.confirmed
+                    or doubt is None
+                    or doubt.distance() >= anchor.distance()
+                    or not self._confirms(anchor, doubt, msgs, raw, reported)
+                ):
                     self._doubts[conversation] = report
                     return False
-                # The anchor is a first count no report agreed with since, and two reports
-                # in a row agree with each other, at the same distance from it: the anchor
-                # was the report to doubt (a count of something else that passed as the
-                # request's). Anchored anew; the delta from it teaches nothing.
+                # The anchor is a first count no report agreed with since, further from its
+                # estimate than two reports in a row that agree with each other, at the same
+                # distance from it: the anchor was the report to doubt (a count of something
+                # else that passed as the request's). Anchored anew; the delta from it
+                # teaches nothing.
                 self._anchors.pop(conversation, None)
             elif anchor is not None and self._extends(anchor, msgs, system, tools, raw):
-                report.confirmed = True
+                # Confirmed by a report that adds to it (a repeated one confirms nothing).
+                added = sum(raw.per_message[len(anchor.messages) :])
+                report.confirmed = anchor.confirmed or added >= self.min_delta
             self._doubts.pop(conversation, None)
             self._learn(conversation, msgs, system, tools, raw, reported)
             self._anchors[conversation] = report
