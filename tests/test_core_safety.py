@@ -238,7 +238,10 @@ def test_a_buffer_other_threads_may_write_is_read_with_the_interpreter_held(name
     bytes that were never there at once). Such buffers are read with it held; bytes, which
     cannot change, still let other threads run."""
     call = _CALLS[name]
-    size = 64 * 1024 * 1024 if name in ("validate_text", "count_newlines") else 8 * 1024 * 1024
+    # Long enough for the other thread to run when the interpreter is released; far shorter
+    # than the switch interval when it is held (64 MB outlasted it once on a loaded machine,
+    # and the switch forced as the call returned counted as turns during it).
+    size = 16 * 1024 * 1024 if name in ("validate_text", "count_newlines") else 8 * 1024 * 1024
     block = b"".join(b"word%d, " % i for i in range(100_000))
     text = block * (size // len(block))
     call(b"warm up")  # the first estimate_batch imports numpy's C API, running Python code
