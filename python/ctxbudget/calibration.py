@@ -662,9 +662,12 @@ class CalibrationTracker:
             # An overflow's count is the provider's own, of this request (SPEC F5); a usage
             # report passed through the caller's code may count something else.
             measured = hasattr(usage, "measured_input_tokens")
-            verdict = "believed" if measured else self._plausible(
-                conversation, msgs, system, tools, raw, reported
-            )  # fmt: skip
+            # The conversation's anchor, when this request extends it (read once: the check
+            # compares the anchored messages and their counts).
+            anchor = self._anchors.get(conversation)
+            if anchor is not None and not self._extends(anchor, msgs, system, tools, raw):
+                anchor = None
+            verdict = "believed" if measured else self._plausible(anchor, msgs, raw, reported)
             report = _Anchor(
                 msgs,
                 reported,
@@ -679,7 +682,6 @@ class CalibrationTracker:
             if verdict == "implausible":
                 self._doubts.pop(conversation, None)
                 return False
-            anchor = self._anchors.get(conversation)
             if verdict == "off the anchor":
                 assert anchor is not None  # (only a report extending the anchor is off it)
                 doubt = self._doubts.get(conversation)
@@ -697,12 +699,13 @@ class CalibrationTracker:
                 # else that passed as the request's). Anchored anew; the delta from it
                 # teaches nothing.
                 self._anchors.pop(conversation, None)
-            elif anchor is not None and self._extends(anchor, msgs, system, tools, raw):
+                anchor = None
+            elif anchor is not None:
                 # Confirmed by a report that adds to it (a repeated one confirms nothing).
                 added = sum(raw.per_message[len(anchor.messages) :])
                 report.confirmed = anchor.confirmed or added >= self.min_delta
             self._doubts.pop(conversation, None)
-            self._learn(conversation, msgs, system, tools, raw, reported)
+            self._learn(anchor, msgs, raw, reported)
             self._anchors[conversation] = report
             self._anchors.move_to_end(conversation)
             while len(self._anchors) > self._max_conversations:
@@ -716,7 +719,7 @@ class CalibrationTracker:
     def _confirms(
         self,
         anchor: _Anchor,
-        doubt: _Anchor | None,
+        doubt: _Anchor,
         msgs: list[Any],
         raw: RequestEstimate,
         reported: int,
@@ -725,9 +728,9 @@ class CalibrationTracker:
         confirms the refused report ``doubt``: the request extends it by some messages,
         grew from it by what they account for, and stands as far from what the anchor
         predicts as ``doubt`` did (a run's cumulative usage moves further off each turn)."""
-        if doubt is None or len(msgs) <= len(doubt.messages):
-            return False
         k = len(doubt.messages)
+        if len(msgs) <= k:
+            return False
         if msgs[:k] != doubt.messages or raw.per_message[:k] != doubt.per_message:
             return False
         added = sum(raw.per_message[k:])
@@ -740,18 +743,12 @@ class CalibrationTracker:
         return abs(drift) <= _DOUBT_DRIFT * abs(off)
 
     def _plausible(
-        self,
-        conversation: Hashable,
-        msgs: list[Any],
-        system: Any,
-        tools: Any,
-        raw: RequestEstimate,
-        reported: int,
+        self, anchor: _Anchor | None, msgs: list[Any], raw: RequestEstimate, reported: int
     ) -> Literal["believed", "implausible", "off the anchor"]:
         """Whether ``reported`` can count the request (logged when not; call with the lock
-        held): as a whole (:func:`plausible_report`; else ``implausible``), and, when it
-        extends the conversation's anchor, by how much it grew since (a run's cumulative
-        usage grows by the whole request each turn; else ``off the anchor``)."""
+        held): as a whole (:func:`plausible_report`; else ``implausible``), and, given the
+        conversation's ``anchor`` the request extends, by how much it grew since (a run's
+        cumulative usage grows by the whole request each turn; else ``off the anchor``)."""
         # Reasoning is looked for only when a count below the estimate would otherwise be
         # refused: the scan reads every message (a model_dump of each SDK object) and the
         # tracker runs every turn.
@@ -762,10 +759,7 @@ class CalibrationTracker:
         ):
             _log_implausible(reported, raw.total, "the request")
             return "implausible"
-        anchor = self._anchors.get(conversation)
-        if anchor is None or not self._extends(anchor, msgs, system, tools, raw):
-            return "believed"
-        if self._grew_plausibly(anchor, msgs, raw, reported):
+        if anchor is None or self._grew_plausibly(anchor, msgs, raw, reported):
             return "believed"
         added = sum(raw.per_message[len(anchor.messages) :])
         _log_implausible(
@@ -790,23 +784,16 @@ class CalibrationTracker:
         )
 
     def _learn(
-        self,
-        conversation: Hashable,
-        msgs: list[Any],
-        system: Any,
-        tools: Any,
-        raw: RequestEstimate,
-        reported: int,
+        self, anchor: _Anchor | None, msgs: list[Any], raw: RequestEstimate, reported: int
     ) -> None:
         """Add the ratios one report gives (call with the lock held): the delta since the
-        conversation's anchor, and the whole request. A part that holds attachments gives
-        none: a PDF of unknown size is charged 30k and may cost 8k, which as a ratio (0.27)
-        would halve the estimate of every later message. Nor does a part that holds a
-        model's reasoning and was counted well below its estimate: providers leave earlier
-        turns' reasoning out (a delta of a fifth would pin every later estimate at the clamp);
-        one that counts it teaches as any other."""
-        anchor = self._anchors.get(conversation)
-        if anchor is not None and self._extends(anchor, msgs, system, tools, raw):
+        conversation's ``anchor`` when the request extends it, and the whole request. A part
+        that holds attachments gives none: a PDF of unknown size is charged 30k and may cost
+        8k, which as a ratio (0.27) would halve the estimate of every later message. Nor does
+        a part that holds a model's reasoning and was counted well below its estimate:
+        providers leave earlier turns' reasoning out (a delta of a fifth would pin every later
+        estimate at the clamp); one that counts it teaches as any other."""
+        if anchor is not None:
             added = sum(raw.per_message[len(anchor.messages) :])
             delta = reported - anchor.reported
             attached = raw.components.attachments > anchor.attachments

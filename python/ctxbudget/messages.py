@@ -151,7 +151,7 @@ def _langchain_error(message: Any, index: int, fmt: str) -> MessageFormatError |
 def refuse_langchain(messages: Sequence[Any]) -> None:
     """Raise :func:`_langchain_error` when a list of messages is LangChain's (its first or
     last message is: each call stays cheap on a long history); for callers that take wire
-    formats only (pruning, the guard, compaction)."""
+    formats only (pruning and the guard; compaction's reading of the messages says the same)."""
     for index in {0, len(messages) - 1} if messages else ():
         if isinstance(messages[index], Mapping):  # a dict is read as one, whatever its class
             continue
