@@ -239,8 +239,7 @@ def test_a_buffer_other_threads_may_write_is_read_with_the_interpreter_held(name
     cannot change, still let other threads run."""
     call = _CALLS[name]
     # Long enough for the other thread to run when the interpreter is released; far shorter
-    # than the switch interval when it is held (64 MB outlasted it once on a loaded machine,
-    # and the switch forced as the call returned counted as turns during it).
+    # than the switch interval when it is held.
     size = 16 * 1024 * 1024 if name in ("validate_text", "count_newlines") else 8 * 1024 * 1024
     block = b"".join(b"word%d, " % i for i in range(100_000))
     text = block * (size // len(block))
@@ -248,9 +247,17 @@ def test_a_buffer_other_threads_may_write_is_read_with_the_interpreter_held(name
     # A read-only view of a bytearray is read-only to its holder only: the bytearray's
     # owner can still write it.
     shared = bytearray(text)
+    # A call holding the interpreter can still see the other thread's turns counted once in a
+    # while: when the process is kept off the processors long enough that the call's wall time
+    # reaches the switch interval (a loaded machine), the switch the other thread forces falls
+    # due as the call returns, and that whole interval lands before the clock is read again
+    # (about 750k turns, in 2 of some 6 full runs; no third thread was alive). A call that
+    # releases it lets the other thread run every time: held means no turns in at least one
+    # of three calls.
     for data in (shared, memoryview(shared), memoryview(shared).toreadonly()):
-        during, before = _ticks_during(lambda data=data: call(data))
-        assert before > 0 and during == 0, (data, during)
+        tries = [_ticks_during(lambda data=data: call(data)) for _ in range(3)]
+        assert all(before > 0 for _, before in tries), (data, tries)
+        assert any(during == 0 for during, _ in tries), (data, tries)
     # The check itself sees a released interpreter: with bytes, or a view of bytes, the other
     # thread goes on.
     # (A few tries: on a loaded machine the other thread may not get a core during one call.)
