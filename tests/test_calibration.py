@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import pickle
 import random
 from types import SimpleNamespace
 from typing import Any
@@ -102,6 +104,51 @@ def test_learns_delta_factor_robustly() -> None:
     est = tracker.estimate(nxt)
     truth = reported + round(est.raw.per_message[-1] * 1.2)
     assert abs(est.total - truth) <= 2
+
+
+def _taught(tracker: CalibrationTracker) -> list[dict[str, Any]]:
+    """A history ``tracker`` learned a delta factor of 1.3 from, anchored on its last turn."""
+    history: list[dict[str, Any]] = [{"role": "user", "content": "start"}]
+    reported = 400
+    tracker.observe(history, reported)
+    for i in range(6):
+        history = [*history, {"role": "user", "content": f"message number {i} " * 30}]
+        reported += round(estimate_request(history, model="gpt-4o").per_message[-1] * 1.3)
+        assert tracker.observe(history, reported)
+    return history
+
+
+def test_a_pickled_tracker_goes_on_where_it_was() -> None:
+    # An agent saved and resumed in another process keeps what the tracker learned, and its
+    # anchor: the resumed history holds equal messages, not the same objects.
+    tracker = CalibrationTracker("gpt-4o", prior_weight=0, window=16)
+    history = _taught(tracker)
+    nxt = [*history, {"role": "user", "content": "and then " * 40}]
+    expected = tracker.estimate(nxt)
+    restored = pickle.loads(pickle.dumps(tracker))
+    assert restored.state() == tracker.state()
+    assert restored.clamp == tracker.clamp and restored.prior_weight == 0
+    got = restored.estimate(pickle.loads(pickle.dumps(nxt)))
+    assert got.anchored and got.total == expected.total
+    assert restored._delta.maxlen == 16
+    # And it is thread-safe again.
+    restored.observe(nxt, expected.total)
+    assert restored.state().observations == tracker.state().observations + 1
+
+
+def test_a_copy_learns_apart_from_its_original() -> None:
+    tracker = CalibrationTracker("gpt-4o", prior_weight=0)
+    history = _taught(tracker)
+    before = tracker.state()
+    for twin in (copy.copy(tracker), copy.deepcopy(tracker)):
+        assert twin.state() == before
+        nxt = [*history, {"role": "user", "content": "more " * 200}]
+        added = twin.estimate(nxt).raw.per_message[-1]
+        assert twin.observe(nxt, before.last_reported + 3 * added)  # (1.3 learned, 3 seen)
+        twin.observe([{"role": "user", "content": "other"}], 50, conversation="b")
+        assert twin.state() != before
+        assert tracker.state() == before
+        assert tracker.estimate(nxt).anchor_tokens == before.last_reported
 
 
 def test_factors_follow_every_change_of_samples_and_settings() -> None:

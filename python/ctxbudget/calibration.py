@@ -527,6 +527,31 @@ class CalibrationTracker:
             self._observations = 0
             self._last_reported = None
 
+    # -- copies and pickles
+
+    def __getstate__(self) -> dict[str, Any]:
+        """What the tracker learned (ratios, anchors, doubts) and its settings, in containers of
+        its own: a copy (``copy.copy``, or an unpickled tracker in another process) learns on
+        apart from this one. Not the lock, nor the per-conversation count caches (keyed by
+        object identity; the next estimate of each conversation counts its messages afresh,
+        and an anchor is used again when the request still holds equal messages)."""
+        with self._lock:
+            state = dict(self.__dict__)
+            del state["_lock"]
+            state["_estimator_args"] = dict(self._estimator_args)
+            state["_delta"] = deque(self._delta, maxlen=self._delta.maxlen)
+            state["_cold"] = deque(self._cold, maxlen=self._cold.maxlen)
+            # (_Anchor objects are never changed once stored: shared, not copied.)
+            state["_anchors"] = OrderedDict(self._anchors)
+            state["_doubts"] = dict(self._doubts)
+            state["_estimators"] = OrderedDict()
+            state["_factors"] = {}
+            return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
+
     # -- plumbing
 
     def _estimator(self, conversation: Hashable) -> RequestEstimator:
