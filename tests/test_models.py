@@ -226,7 +226,8 @@ def test_builtin_names_are_canonical_and_reachable() -> None:
         ("gpt-5-pro", 400_000, 272_000),
         ("gpt-5-pro-2025-10-06", 400_000, 272_000),
         # The chat (Instant) snapshots of GPT-5.x are 128k models, not their 400k reasoners.
-        ("gpt-5.1-chat-latest", 128_000, None),
+        ("gpt-5.1-chat-latest", 128_000, 16_384),
+        ("gpt-5.3-chat-latest", 128_000, 16_384),
         ("gpt-5.2-chat-latest", 128_000, 16_384),
         # Vertex AI model page: 32,768 input / 32,768 output, not gemini-2.5-flash's 1M.
         ("gemini-2.5-flash-image", 32_768, 32_768),
@@ -244,3 +245,105 @@ def test_registry_numbers(name: str, window: int, max_output: int | None) -> Non
 def test_docstring_examples() -> None:
     result = doctest.testmod(ctxbudget.models, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+# --------------------------------------------------------------------------- later versions
+
+
+@pytest.mark.parametrize(
+    ("name", "older"),
+    [
+        # A version number after a registered one names another model (with another window):
+        # it resolves to its own entry, or to nothing, never to the older model's.
+        ("claude-opus-4-9", "claude-opus-4"),
+        ("claude-sonnet-4-7", "claude-sonnet-4"),
+        ("anthropic.claude-opus-4-9-v1", "claude-opus-4"),
+        ("gpt-5.6", "gpt-5"),
+        ("gpt-5.6-chat-latest", "gpt-5"),
+        ("qwen3.7-max", "qwen3"),
+        ("deepseek-v3.3", "deepseek-v3"),
+        ("gemini-3.9-flash", "gemini-3"),
+        ("llama-3.1.2", "llama-3.1"),
+    ],
+)
+def test_a_later_version_is_not_the_older_model(name: str, older: str) -> None:
+    info = model_info(name)
+    assert info is None or not info.name.startswith(older), (name, info)
+
+
+@pytest.mark.parametrize(
+    ("name", "plain"),
+    [
+        # Dates, snapshots and sizes after a version still name that model.
+        ("gpt-5-2025-08-07", "gpt-5"),
+        ("gpt-4-0613", "gpt-4"),
+        ("gemini-1.5-pro-002", "gemini-1.5-pro"),
+        ("claude-opus-4-20250514", "claude-opus-4"),
+        ("deepseek-v3-0324", "deepseek-v3"),
+        ("qwen3-8b", "qwen3"),
+        ("llama-3.1-8b-instruct", "llama-3.1"),
+        ("qwen2.5-7b-instruct-1m", "qwen2.5"),
+        ("gpt-3.5-turbo-16k", "gpt-3.5-turbo"),
+    ],
+)
+def test_dates_snapshots_and_sizes_after_a_version_still_match(name: str, plain: str) -> None:
+    info = model_info(name)
+    assert info is not None and info.name == plain
+
+
+@pytest.mark.parametrize(
+    ("name", "window", "max_output", "max_input"),
+    [
+        # platform.claude.com model pages: 1M / 128K from Opus 4.6 on.
+        ("claude-opus-4-6", 1_000_000, 128_000, None),
+        ("anthropic/claude-opus-4.6", 1_000_000, 128_000, None),
+        ("global.anthropic.claude-opus-4-6-v1", 1_000_000, 128_000, None),
+        ("claude-sonnet-4-6", 1_000_000, 128_000, None),
+        ("claude-opus-5-5", 1_000_000, 128_000, None),
+        ("claude-fable-5-1", 1_000_000, 128_000, None),
+        # Anthropic's aliases of the May 2025 models.
+        ("claude-sonnet-4-0", 200_000, 64_000, None),
+        ("claude-opus-4-0", 200_000, 32_000, None),
+        # GPT-5.x: 5.4 and 5.5 take 922k of 1,050,000 as input; the chat and spark models
+        # are 128k ones (below GPT-5's 400k, which a budget must not assume for them).
+        ("gpt-5.5", 1_050_000, 128_000, 922_000),
+        ("gpt-5.4-pro", 1_050_000, 128_000, 922_000),
+        ("gpt-5.4-mini", 400_000, 128_000, 272_000),
+        ("gpt-5.2-codex", 400_000, 128_000, 272_000),
+        ("gpt-5.3-chat-latest", 128_000, 16_384, None),
+        ("gpt-5.3-codex-spark", 128_000, 32_000, 100_000),
+        ("gpt-4o-2024-05-13", 128_000, 4_096, None),
+        ("gemini-3-flash-preview", 1_048_576, 65_536, None),
+        ("gemini-3.5-flash", 1_048_576, 65_536, None),
+        ("deepseek-v4-pro", 1_000_000, 384_000, None),
+        ("deepseek-v3.1-terminus", 128_000, 8_192, None),
+        ("Qwen/Qwen3.5-397B-A17B", 262_144, 65_536, None),
+        # Codestral 22B is Codestral 24.05, a 32k model (not today's 256k Codestral).
+        ("codestral:22b", 32_000, None, None),
+    ],
+)
+def test_late_2026_models(
+    name: str, window: int, max_output: int | None, max_input: int | None
+) -> None:
+    info = model_info(name)
+    assert info is not None, name
+    assert (info.window, info.max_output, info.max_input) == (window, max_output, max_input)
+
+
+def test_a_budget_for_a_128k_gpt_5_model_is_not_gpt_5s() -> None:
+    from ctxbudget import ContextWindowBudget
+
+    for name in ("gpt-5.3-chat-latest", "gpt-5.3-codex-spark"):
+        assert ContextWindowBudget.for_model(name).available() <= 128_000
+
+
+@pytest.mark.parametrize("name", ["qwen3.5-plus", "qwen3.6-27b", "Qwen/Qwen3.5-397B-A17B", "qwen4"])
+def test_qwen_after_3_5_is_not_the_qwen3_vocabulary(name: str) -> None:
+    assert encoding_for_model(name) == "conservative"
+    assert encoding_for_model("qwen3-8b") == encoding_for_model("qwen2.5-72b") == "qwen3"
+
+
+@pytest.mark.parametrize("name", ["gpt-j-6b", "EleutherAI/gpt-neox-20b", "gpt2", "gpt-neo-2.7b"])
+def test_models_named_gpt_by_others_are_not_openai(name: str) -> None:
+    assert family_of(name) is None
+    assert family_of("my-gpt-4o-deployment") == family_of("chatgpt-4o-latest") == "openai"

@@ -16,7 +16,10 @@ Azure's ``gpt-35-turbo`` is ``gpt-3.5-turbo`` and Ollama's size tag in ``qwen3:1
 ``qwen3-1.7b``. The entry is then the longest registered name that the result starts with, up to
 a boundary: the end of the name or a character that is not a letter or digit (a date
 ``-20250929``, Vertex's ``@20250514``, Bedrock's ``-v1:0``, a tag ``:latest``).
-``gpt-4oops`` and ``o30`` match nothing.
+``gpt-4oops`` and ``o30`` match nothing. A registered name that ends in a version number is not
+extended by a further one or two digits: ``claude-opus-4-6``, ``gpt-5.5`` and ``qwen3.5`` are other
+models than ``claude-opus-4``, ``gpt-5`` and ``qwen3`` (with other windows), and resolve to their
+own entries or to nothing, while ``gpt-5-2025-08-07`` and ``qwen3-8b`` are ``gpt-5`` and ``qwen3``.
 
 >>> info = model_info("gpt-4o-2024-08-06")
 >>> info.window, info.max_output, info.family
@@ -75,17 +78,29 @@ class ModelInfo:
 
 
 _BUILTIN: tuple[tuple[str, int, int | None, str], ...] = (
-    # OpenAI
+    # OpenAI. GPT-5.4 and 5.5 (and their pro models): 1,050,000 tokens, 922,000 of them input,
+    # 128,000 output; 5.2, 5.3-codex and the 5.4 mini/nano: GPT-5's 400k (272k input); the 5.3
+    # chat and codex-spark models are 128k ones (models.dev, providers/openai/models/*.toml at
+    # f3fc692; docs.oxen.ai's gpt-5-5-2026-04-23 page: 1,050,000 / 128,000).
+    ("gpt-5.5", 1_050_000, 128_000, "openai"),
+    ("gpt-5.4", 1_050_000, 128_000, "openai"),
+    ("gpt-5.4-mini", 400_000, 128_000, "openai"),
+    ("gpt-5.4-nano", 400_000, 128_000, "openai"),
+    ("gpt-5.3-codex", 400_000, 128_000, "openai"),
+    ("gpt-5.3-codex-spark", 128_000, 32_000, "openai"),
+    ("gpt-5.3-chat", 128_000, 16_384, "openai"),
+    ("gpt-5.2", 400_000, 128_000, "openai"),
     ("gpt-5", 400_000, 128_000, "openai"),
     ("gpt-5-chat", 128_000, 16_384, "openai"),
     ("gpt-5-pro", 400_000, 272_000, "openai"),
     ("gpt-5.1", 400_000, 128_000, "openai"),
-    # The chat (Instant) snapshots are 128k models. gpt-5.1-chat's max output: not found in
-    # the provider pages searched (the default reserve applies).
-    ("gpt-5.1-chat", 128_000, None, "openai"),
+    # The chat (Instant) snapshots are 128k models, with 16,384 output (models.dev).
+    ("gpt-5.1-chat", 128_000, 16_384, "openai"),
     ("gpt-5.2-chat", 128_000, 16_384, "openai"),
     ("gpt-4.1", 1_047_576, 32_768, "openai"),
     ("gpt-4o", 128_000, 16_384, "openai"),
+    # The first GPT-4o snapshot wrote 4,096 tokens at most (models.dev).
+    ("gpt-4o-2024-05-13", 128_000, 4_096, "openai"),
     # GPT-4o's audio models are not its 128k window (developers.openai.com/api/docs/models/
     # gpt-4o-transcribe, /gpt-4o-mini-transcribe, /gpt-4o-realtime-preview,
     # /gpt-4o-mini-realtime-preview); gpt-4o-mini-tts reads at most 2,000 input tokens.
@@ -116,19 +131,48 @@ _BUILTIN: tuple[tuple[str, int, int | None, str], ...] = (
     ("o3-mini", 200_000, 100_000, "openai"),
     ("o4-mini", 200_000, 100_000, "openai"),
     ("gpt-oss", 131_072, 131_072, "openai"),
-    # Anthropic
+    # Anthropic. Opus 4.6 and every model since: 1M tokens, 128K output (platform.claude.com/
+    # docs/en/models/opus-4-6/overview, /opus-5/overview, /models/overview: Fable 5.1 and 5.2,
+    # Opus 5.5, Sonnet 5 and 5.5, Haiku 5.5; Opus 4.7, 4.8 and Sonnet 4.6 per models.dev, whose
+    # 64K for Sonnet 4.6 is below the provider's 128K). IDs have no date.
+    ("claude-fable-5", 1_000_000, 128_000, "anthropic"),
+    ("claude-fable-5-1", 1_000_000, 128_000, "anthropic"),
+    ("claude-fable-5-2", 1_000_000, 128_000, "anthropic"),
+    ("claude-opus-5", 1_000_000, 128_000, "anthropic"),
+    ("claude-opus-5-5", 1_000_000, 128_000, "anthropic"),
+    ("claude-sonnet-5", 1_000_000, 128_000, "anthropic"),
+    ("claude-sonnet-5-5", 1_000_000, 128_000, "anthropic"),
+    ("claude-haiku-5-5", 1_000_000, 128_000, "anthropic"),
+    ("claude-opus-4-8", 1_000_000, 128_000, "anthropic"),
+    ("claude-opus-4-7", 1_000_000, 128_000, "anthropic"),
+    ("claude-opus-4-6", 1_000_000, 128_000, "anthropic"),
+    ("claude-sonnet-4-6", 1_000_000, 128_000, "anthropic"),
     ("claude-opus-4-5", 200_000, 64_000, "anthropic"),
     ("claude-opus-4-1", 200_000, 32_000, "anthropic"),
     ("claude-opus-4", 200_000, 32_000, "anthropic"),
+    ("claude-opus-4-0", 200_000, 32_000, "anthropic"),  # the alias of claude-opus-4-20250514
     ("claude-sonnet-4-5", 200_000, 64_000, "anthropic"),
     ("claude-sonnet-4", 200_000, 64_000, "anthropic"),
+    ("claude-sonnet-4-0", 200_000, 64_000, "anthropic"),
     ("claude-haiku-4-5", 200_000, 64_000, "anthropic"),
     ("claude-3-7-sonnet", 200_000, 64_000, "anthropic"),
     ("claude-3-5-sonnet", 200_000, 8_192, "anthropic"),
     ("claude-3-5-haiku", 200_000, 8_192, "anthropic"),
     ("claude-3-opus", 200_000, 4_096, "anthropic"),
     ("claude-3-haiku", 200_000, 4_096, "anthropic"),
-    # Google
+    # Google. Gemini 3.x Flash: 1,048,576 input, 65,536 output (ai.google.dev/gemini-api/docs/
+    # models/gemini-3.5-flash; gemini-3.8-flash: 1,000,000 on vercel.com/ai-gateway, kept the
+    # smaller; gemini-3-flash, 3.1-flash-lite and the -latest aliases per models.dev). Gemini 4
+    # Argon: 1,048,576 for input and output together, 65,536 output a request
+    # (docs.cloud.google.com/gemini-enterprise-agent-platform/models/start/get-started-with-
+    # gemini-4).
+    ("gemini-4-argon", 1_048_576, 65_536, "gemini"),
+    ("gemini-3.8-flash", 1_000_000, 65_536, "gemini"),
+    ("gemini-3.5-flash", 1_048_576, 65_536, "gemini"),
+    ("gemini-3.1-flash-lite", 1_048_576, 65_536, "gemini"),
+    ("gemini-3-flash", 1_048_576, 65_536, "gemini"),
+    ("gemini-flash-latest", 1_048_576, 65_536, "gemini"),
+    ("gemini-flash-lite-latest", 1_048_576, 65_536, "gemini"),
     ("gemini-3.1-pro", 1_048_576, 65_536, "gemini"),
     ("gemini-3-pro", 1_048_576, 65_536, "gemini"),
     # Not gemini-3-pro's 1M: 65,536 input / 32,768 output
@@ -155,6 +199,14 @@ _BUILTIN: tuple[tuple[str, int, int | None, str], ...] = (
     ("deepseek-chat", 128_000, 8_192, "deepseek"),
     ("deepseek-reasoner", 128_000, 64_000, "deepseek"),
     ("deepseek-v3", 128_000, 8_192, "deepseek"),
+    ("deepseek-v3.1", 128_000, 8_192, "deepseek"),
+    ("deepseek-v3.2", 128_000, 8_192, "deepseek"),
+    # V4: 1M context, 384K output (api-docs.deepseek.com/zh-cn/quick_start/pricing; the API's
+    # deepseek-chat and deepseek-reasoner became V4 Flash, kept above at their 128k: other hosts
+    # serve those names as V3).
+    ("deepseek-v4-flash", 1_000_000, 384_000, "deepseek"),
+    ("deepseek-v4-pro", 1_000_000, 384_000, "deepseek"),
+    ("deepseek-flash", 1_000_000, 384_000, "deepseek"),
     ("deepseek-r1", 128_000, 32_768, "deepseek"),
     # Meta Llama (``llama3.1``, Bedrock's ``llama3-1``, ``llama4-scout`` are looked up as these)
     ("llama-3.1", 131_072, 8_192, "llama"),
@@ -179,6 +231,11 @@ _BUILTIN: tuple[tuple[str, int, int | None, str], ...] = (
     # "Context Length: 32,768" (huggingface.co/Qwen/Qwen3-0.6B, /Qwen3-1.7B); no YaRN to 128k.
     ("qwen3-0.6b", 32_768, None, "qwen"),
     ("qwen3-1.7b", 32_768, None, "qwen"),
+    # Qwen3.5 and 3.6 open weights: "natively 262,144" (docs.sglang.io/cookbook/
+    # autoregressive/Qwen/Qwen3.5); 65,536 output (models.dev). Hosted -plus/-flash models
+    # serve more (about 1M per models.dev, not confirmed by Alibaba's pages): kept at this.
+    ("qwen3.5", 262_144, 65_536, "qwen"),
+    ("qwen3.6", 262_144, 65_536, "qwen"),
     # Qwen2.5's config is set for 32,768 tokens, 131,072 with YaRN (huggingface.co/Qwen/
     # Qwen2.5-72B-Instruct: "The current config.json is set for context length up to 32,768").
     ("qwen2.5", 32_768, 8_192, "qwen"),
@@ -215,8 +272,10 @@ _BUILTIN: tuple[tuple[str, int, int | None, str], ...] = (
     # docs.mistral.ai release note 2024-04-17: "une fenêtre de contexte de 64k".
     ("open-mixtral-8x22b", 64_000, None, "mistral"),
     ("codestral", 262_144, None, "mistral"),
-    # Codestral 24.05 is a 32k model (docs.mistral.ai/getting-started/models: "32k").
+    # Codestral 24.05 is a 32k model (docs.mistral.ai/getting-started/models: "32k"); its open
+    # weights are Codestral-22B-v0.1 (Ollama's codestral:22b).
     ("codestral-2405", 32_000, None, "mistral"),
+    ("codestral-22b", 32_000, None, "mistral"),
     ("devstral", 131_072, None, "mistral"),
     ("magistral", 131_072, None, "mistral"),
     # Magistral 1.0 and 1.1 are 40k models (docs.mistral.ai/models/magistral-medium-1-0-25-06:
@@ -230,12 +289,16 @@ _BUILTIN: tuple[tuple[str, int, int | None, str], ...] = (
     ("open-mistral-nemo", 131_072, None, "mistral"),
 )
 
-#: Input caps below the window: OpenAI refuses more than 272k input tokens to GPT-5 and 5.1
-#: ("Input tokens exceed the configured limit of 272000 tokens"), whatever max_tokens says;
+#: Input caps below the window: OpenAI refuses more than 272k input tokens to GPT-5 to 5.3
+#: ("Input tokens exceed the configured limit of 272000 tokens"), whatever max_tokens says,
+#: and more than 922k to GPT-5.4 and 5.5 (models.dev);
 #: Gemini states an input limit and an output limit, whose sum is the window.
 _MAX_INPUT = {
-    "gpt-5": 272_000,
-    "gpt-5.1": 272_000,
+    **dict.fromkeys(("gpt-5", "gpt-5.1", "gpt-5.2", "gpt-5.3-codex"), 272_000),
+    **dict.fromkeys(("gpt-5.4-mini", "gpt-5.4-nano"), 272_000),
+    "gpt-5.4": 922_000,
+    "gpt-5.5": 922_000,
+    "gpt-5.3-codex-spark": 100_000,
     # Gemini's TTS models: 8,192 input tokens of their 8,192 + 16,384.
     **dict.fromkeys(
         (
@@ -262,6 +325,9 @@ _FAMILY_HINTS: tuple[tuple[str, str], ...] = (
     ("stral", "mistral"),
     ("gpt", "openai"),
 )
+#: Models named GPT that are not OpenAI's (``gpt2``, ``gpt-j-6b``, ``gpt-neox-20b``, ...); any
+#: other name with ``gpt`` in it is (``gpt-4o``, an Azure deployment ``prod-gpt``).
+_OTHER_GPT = re.compile(r"gpt-?2(?![0-9.])|gpt-j(?![a-z])|gpt-neo|gpt-sw3|cerebras-gpt|biogpt")
 #: ``o1`` / ``o3`` / ``o4`` as a word of the name (``azure/o1``, ``my-o3-deployment``), not
 #: inside one (``hello1``, ``turbo4``).
 _O_SERIES = re.compile(r"(?:^|[^a-z0-9])o[134](?![a-z0-9])")
@@ -327,7 +393,8 @@ _ENCODING_RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         # Meta Llama 3.x (3, 3.1, 3.2, 3.3) share one 128k vocabulary; not LLaMA-1 "llama-30b".
         (r"^llama-3(?![a-z0-9])", "llama3"),
         # Qwen 2 / 2.5 / 3 and QwQ share one 151k vocabulary; DashScope's qwen-max/plus/turbo too.
-        (r"^(?:qwen|qwq)(?![a-z])", "qwen3"),
+        # Not Qwen 3.5 and later: a 248k vocabulary of their own (conservative).
+        (r"^(?:qwq|qwen(?!3\.[5-9]|[4-9]))(?![a-z])", "qwen3"),
     )
 )
 
@@ -429,7 +496,7 @@ class ModelRegistry:
                 if not key.startswith(prefix) or len(key) == len(prefix):
                     continue
                 longer = best is None or len(prefix) > len(best.name)
-                if longer and not key[len(prefix)].isalnum():
+                if longer and _extends(key, prefix):
                     best = info
             return best
 
@@ -439,6 +506,19 @@ class ModelRegistry:
 
     def __len__(self) -> int:
         return len(self._models)
+
+
+#: After a name ending in a version number: one or two more digits standing alone (``-6``,
+#: ``.5``), a later version of the model, not a date, snapshot (``-0613``) or size (``-8b``).
+_NEXT_VERSION = re.compile(r"[-.]\d{1,2}(?![a-z0-9])")
+
+
+def _extends(key: str, prefix: str) -> bool:
+    """Whether ``key`` (longer than ``prefix``, which it starts with) names a variant of the
+    model ``prefix`` names: a boundary follows it, and no later version number."""
+    if key[len(prefix)].isalnum():
+        return False
+    return not (prefix[-1].isdigit() and _NEXT_VERSION.match(key, len(prefix)))
 
 
 def _check_window(window: object) -> None:
@@ -451,7 +531,7 @@ def _check_window(window: object) -> None:
 
 def _hint_family(key: str) -> str | None:
     for hint, family in _FAMILY_HINTS:
-        if hint in key:
+        if hint in key and not (hint == "gpt" and _OTHER_GPT.search(key)):
             return family
     return "openai" if _O_SERIES.search(key) else None
 
