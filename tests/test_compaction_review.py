@@ -6,6 +6,13 @@
   since (a field replaced in place), which the guard notices without ``invalidate``.
 - A cut with only a kept system message before it does not call the summarizer to replace
   nothing (it did, then failed "not smaller than the 0 tokens it would replace").
+- The cut leaves room for what stays besides the kept messages: a 2,000-token tail beside a
+  10k-token system prompt in a 12k budget made the result overflow (and the guard refuse),
+  though keeping less fitted.
+- A summary far over the cap it was asked for, that makes the result overflow, is refused.
+- A word the user sends along with tool results (Anthropic text blocks, Gemini text parts)
+  is a request: a reduced transcript dropped it, and the older request was copied into the
+  summary as the latest.
 """
 
 from __future__ import annotations
@@ -14,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from ctxbudget import ContextGuard
+from ctxbudget import ContextGuard, estimate_tokens
 from ctxbudget.compact import CompactionError, compact
-from ctxbudget.turns import SUMMARY_MARKER
+from ctxbudget.turns import SUMMARY_MARKER, first_text
 
 # --------------------------------------------------------------------------- helpers
 
@@ -143,3 +150,103 @@ def test_only_kept_system_messages_after_the_summary_is_nothing_to_compact() -> 
     with pytest.raises(CompactionError, match="nothing to compact"):
         compact([system, summary(1, "AAA", 300), rule, last], recorder, window=16_000)
     assert recorder.prompts == []
+
+
+# --------------------------------------------------------------------------- room for the tail
+
+
+def _big_system_chat() -> list[dict[str, Any]]:
+    """A ~9.9k-token system prompt, 20 question/answer turns, a last question."""
+    msgs: list[dict[str, Any]] = [
+        {"role": "system", "content": "Rule: be careful with the repo. " * 1100}
+    ]
+    for i in range(20):
+        msgs += [
+            {"role": "user", "content": f"Question {i}: " + "explain this module please " * 60},
+            {"role": "assistant", "content": f"Answer {i}: " + "it does things well " * 60},
+        ]
+    return [*msgs, {"role": "user", "content": "Last question?"}]
+
+
+def test_the_cut_leaves_room_for_the_system_prompt_and_the_summary() -> None:
+    msgs = _big_system_chat()
+    result = compact(msgs, Recorder(), window=16_000)
+    assert result.fits, (result.tokens_after, result.kept)
+    assert result.messages[-1]["content"] == "Last question?"
+    assert result.messages[0] is msgs[0]
+    # With room to spare, the default tail is kept as before.
+    roomy = compact(msgs, Recorder(), window=64_000)
+    assert roomy.kept > result.kept
+
+
+def test_the_guard_sends_after_a_compaction_that_fits() -> None:
+    guard = ContextGuard(window=16_000, summarize=Recorder(), calibration=False)
+    result = guard.send(lambda request: "ok", _big_system_chat())
+    assert result.request.messages[-1]["content"] == "Last question?"
+    assert any(e.action == "compact" for e in result.events)
+
+
+def test_a_summary_far_over_its_cap_that_overflows_is_refused() -> None:
+    msgs: list[dict[str, Any]] = [{"role": "system", "content": "sys"}]
+    for i in range(40):
+        msgs += [
+            {"role": "user", "content": f"Step {i}: " + "details " * 400},
+            {"role": "assistant", "content": f"Done with step {i}."},
+        ]
+    caps: list[int] = []
+
+    def verbose(prompt: str, max_tokens: int) -> str:
+        caps.append(max_tokens)
+        return "## Progress\n" + "step done, details follow. " * (1800 if len(caps) == 1 else 450)
+
+    with pytest.raises(CompactionError, match="longer than the 800 tokens asked for"):
+        compact(msgs, verbose, window=16_000)  # ~12k tokens
+    assert caps == [800]
+    # Over its cap but fitting: taken.
+    result = compact(msgs, verbose, window=200_000)
+    assert estimate_tokens(result.summary) > caps[1] and result.fits
+
+
+# --------------------------------------------------------------------------- words beside results
+
+
+def _anthropic_interjection() -> list[dict[str, Any]]:
+    msgs: list[dict[str, Any]] = [{"role": "user", "content": "Implement the parser in C."}]
+    for k in range(30):
+        call = {"type": "tool_use", "id": f"t{k}", "name": "bash", "input": {"cmd": "ls"}}
+        msgs.append({"role": "assistant", "content": [call]})
+        blocks: list[dict[str, Any]] = [
+            {"type": "tool_result", "tool_use_id": f"t{k}", "content": "file listing\n" * 300}
+        ]
+        if k == 10:
+            blocks.append({"type": "text", "text": "STOP: use Rust instead of C."})
+        msgs.append({"role": "user", "content": blocks})
+    return msgs
+
+
+def _gemini_interjection() -> list[dict[str, Any]]:
+    msgs: list[dict[str, Any]] = [
+        {"role": "user", "parts": [{"text": "Implement the parser in C."}]}
+    ]
+    for k in range(30):
+        call = {"function_call": {"id": f"t{k}", "name": "bash", "args": {}}}
+        msgs.append({"role": "model", "parts": [call]})
+        answer = {"id": f"t{k}", "name": "bash", "response": {"result": "file listing\n" * 300}}
+        parts: list[dict[str, Any]] = [{"function_response": answer}]
+        if k == 10:
+            parts.append({"text": "STOP: use Rust instead of C."})
+        msgs.append({"role": "user", "parts": parts})
+    return msgs
+
+
+@pytest.mark.parametrize(
+    ("fmt", "make"), [("anthropic", _anthropic_interjection), ("gemini", _gemini_interjection)]
+)
+def test_a_word_sent_with_tool_results_is_the_latest_request(fmt: str, make: Any) -> None:
+    summarize = Recorder()
+    result = compact(make(), summarize, window=16_000, format=fmt)
+    # The reduced transcript keeps it, and the summary carries it as the latest request.
+    assert "use Rust instead of C" in summarize.prompts[-1]
+    summary = first_text(fmt, result.messages[0]) or ""
+    assert summary.startswith(SUMMARY_MARKER)
+    assert "<request>\nSTOP: use Rust instead of C.\n</request>" in summary

@@ -7,9 +7,10 @@ modified; kept messages are the caller's own objects.
 
 - **What is kept** is sized in tokens, not turns (SPEC E2): the most recent messages up to
   ``keep_tokens`` (default: the fresh-tail rule of :mod:`ctxbudget.prune`, 25% of the usable
-  context within [2000, 8000]), and at least the last message. The cut never splits a tool
-  call from its results (nor, in the Responses format, a model response with a reasoning
-  item: its items travel together); the output is checked with
+  context within [2000, 8000]), fewer when what stays besides them (system prompt, tools,
+  the summary at its largest) would leave them no room, and at least the last message. The
+  cut never splits a tool call from its results (nor, in the Responses format, a model
+  response with a reasoning item: its items travel together); the output is checked with
   :func:`ctxbudget.validate_pairing`.
 - **The summarizer** is the caller's ``summarize(prompt, max_tokens) -> str``; no provider SDK
   is imported here. :mod:`ctxbudget.summary_prompt` builds the prompt (transcript first, in
@@ -19,7 +20,8 @@ modified; kept messages are the caller's own objects.
   compaction condenses them all, with the new messages, into one summary a level higher
   (shown to the summarizer whole, clipped only when the request cannot fit otherwise).
 - **Progress or explicit failure** (SPEC E3): an empty summary, a summary not smaller than
-  what it replaces, a summarizer that raises, or nothing to compact raise
+  what it replaces, a summary longer than the ``max_tokens`` it was asked for when the result
+  does not fit, a summarizer that raises, or nothing to compact raise
   :class:`CompactionError` (the summarizer's exception chained); the caller's history is
   untouched and there is no retry loop. A summarization request that would not fit the
   window is first reduced: the oldest messages are left out (whole tool-call pairs at a
@@ -28,8 +30,9 @@ modified; kept messages are the caller's own objects.
   (newest first; left out first when still too big); a summarizer that still reports a
   context overflow (recognised by :func:`ctxbudget.overflow.classify_overflow`) gets half
   of what is left, at most ``max_attempts`` calls in all.
-- **The user's latest request** is never lost: when the summary replaces it, its text is
-  copied into the summary verbatim, clipped (start and end kept) to at most
+- **The user's latest request** is never lost (nor a word the user sent along with tool
+  results: Anthropic text blocks, Gemini text parts beside them): when the summary replaces
+  it, its text is copied into the summary verbatim, clipped (start and end kept) to at most
   :data:`LATEST_REQUEST_MAX_TOKENS` and a quarter of what is replaced, and its attachments
   (images, documents, audio, files) go into the summary message whole, after the text.
 - **Events** (SPEC E4): every compaction emits a :class:`~ctxbudget.events.ContextEvent`
@@ -60,6 +63,7 @@ from ctxbudget.stubs import in_history_type
 from ctxbudget.summary_prompt import (
     build_prompt,
     clip_text,
+    largest_summary,
     render_messages,
     summary_level,
     summary_max_tokens,
@@ -88,6 +92,8 @@ AsyncSummarizer = Callable[[str, int], Awaitable[str]]
 
 #: Tokens of chat framing added to the summarization prompt when checking that it fits.
 _PROMPT_FRAMING = 16
+#: Tokens a summary message adds to its text (marker line, role framing), when choosing a cut.
+_SUMMARY_FRAMING = 32
 #: Longest latest user request copied verbatim into a summary that replaces it, in tokens
 #: (a longer one is clipped to it, start and end kept).
 LATEST_REQUEST_MAX_TOKENS = 2_000
@@ -205,6 +211,7 @@ class _Compaction:
         self.max_attempts, self.max_item_chars = max_attempts, max_item_chars
         self.on_event = on_event
         self.attempts = 0
+        self.cap = 0  # the output cap of the last summarizer call
 
         est = self.estimator.estimate(self.msgs, system=system, tools=tools, max_tokens=max_tokens)
         self.before = est
@@ -221,7 +228,8 @@ class _Compaction:
         while prior < n and self.infos[prior].summary:
             prior += 1
 
-        # the cut: smallest safe index whose suffix fits keep_tokens, keeping >= 1 message
+        # the cut: smallest safe index whose suffix fits keep_tokens and, with all that stays
+        # and the summary, the window; keeping >= 1 message
         usable = max(0, self.budget.available(max_tokens))
         keep = keep_tokens if keep_tokens is not None else PruneConfig().tail_tokens(usable)
         safe = safe_cuts(self.infos)
@@ -232,7 +240,8 @@ class _Compaction:
         n_prior = prior - head
         cuts = [c for c in range(_first_new(self.infos, prior) + 1, n) if safe[c]]
         if cuts:
-            cut = next((c for c in cuts if suffix[c] <= keep), cuts[-1])
+            start = head if n_prior >= max_summaries else prior
+            cut = self._first_cut(cuts, start, suffix, per_message, min(keep, usable))
         else:  # nothing new before the last message: condense the summaries, if several
             cut = prior if n_prior >= 2 and prior < n else head
         self.cut = cut
@@ -273,6 +282,37 @@ class _Compaction:
             max_item_chars=max_item_chars,
         )
 
+    def _first_cut(
+        self,
+        cuts: Sequence[int],
+        start: int,
+        suffix: Sequence[int],
+        per_message: Sequence[int],
+        keep: int,
+    ) -> int:
+        """The first of ``cuts`` whose kept messages hold at most ``keep`` tokens and leave
+        room in the window for what stays besides them: the messages before ``start`` (system
+        prompt, earlier summaries not condensed), the tools and system prompt given, the
+        system messages among the summarized ones, and the summary at its largest with the
+        user's latest request copied into it. The last cut when none does. (A tail rule of
+        2,000 tokens beside a 10k-token system prompt in a 12k budget kept what made the
+        compacted request overflow, though keeping less fitted.)"""
+        usable = self.budget.available(self.max_tokens)
+        fixed = self.before.total - suffix[start] + largest_summary(self.budget.window)
+        fixed += _SUMMARY_FRAMING
+        system, request, seen = 0, 0, start
+        for cut in cuts:
+            for i in range(seen, cut):
+                info = self.infos[i]
+                if info.kind == "system":
+                    system += per_message[i]
+                elif _asks(info):
+                    request = min(per_message[i], LATEST_REQUEST_MAX_TOKENS)
+            seen = cut
+            if suffix[cut] <= keep and fixed + system + request + suffix[cut] <= usable:
+                return cut
+        return cuts[-1]
+
     def _check_kept_fits(self, floor: int, per_message: Sequence[int]) -> None:
         """Fail, before any summarizer call, when what must be kept cannot fit on its own.
 
@@ -302,7 +342,7 @@ class _Compaction:
         message there, the first to go when the transcript is reduced, and its copy in the
         summary may be clipped: without it the summarizer would not know the task."""
         for i in range(cut - 1, first - 1, -1):
-            if self.infos[i].kind == "user" and not self.infos[i].summary:
+            if _asks(self.infos[i]):
                 return i
         return None
 
@@ -316,7 +356,7 @@ class _Compaction:
         at = self.request_at if self.request_at is not None else first
         for i in range(at - 1, first - 1, -1):
             info = self.infos[i]
-            if info.kind != "user" or info.summary:
+            if not _asks(info):
                 continue
             if per_message[i] > room:
                 break
@@ -331,13 +371,13 @@ class _Compaction:
         and its attachments whole (the screenshot or document the request is about: the
         summarizer only sees them named). An earlier summary being condensed carries its
         copy forward."""
-        if any(info.kind == "user" for info in self.infos[self.cut :]):
+        if any(info.kind == "user" or info.says for info in self.infos[self.cut :]):
             return "", ()
         attachments: tuple[Part, ...]
         request, attachments = "", ()
         for i in range(self.cut - 1, self.start - 1, -1):
             info = self.infos[i]
-            if info.kind != "user":
+            if info.kind != "user" and not info.says:
                 continue
             (message,) = normalize_messages([self.msgs[i]], self.fmt)
             attachments = tuple(p for p in message.parts if p.kind in _ATTACHMENTS)
@@ -455,6 +495,7 @@ class _Compaction:
             tokens = estimate_tokens(prompt, self.encoding) + _PROMPT_FRAMING
             if self.budget.fits(tokens, max_tokens=cap):
                 self.attempts += 1
+                self.cap = cap
                 return prompt, cap
             over = tokens - self.budget.available(cap)
             if not (
@@ -571,6 +612,14 @@ class _Compaction:
             out, system=self.system, tools=self.tools, max_tokens=self.max_tokens
         )
         fits = self.budget.fits(after, max_tokens=self.max_tokens)
+        written = estimate_tokens(text, self.encoding)
+        if not fits and written > self.cap:
+            self.fail(
+                f"the summary ({written:,} tokens) is longer than the {self.cap:,} tokens asked "
+                f"for, and the compacted request ({after.total:,} tokens) does not fit: pass "
+                "max_tokens on to the model call",
+                None,
+            )
         summarized = self.cut - self.start - len(self.kept_system)
         kept = len(self.msgs) - self.cut + len(self.kept_system)
         event = ContextEvent(
@@ -601,6 +650,12 @@ class _Compaction:
             kept=kept,
             level=self.level,
         )
+
+
+def _asks(info: MessageInfo) -> bool:
+    """Whether a message carries the user's own words (a request, or a word sent along with
+    tool results), not a summary."""
+    return (info.kind == "user" or info.says) and not info.summary
 
 
 def _first_new(infos: Sequence[MessageInfo], prior: int) -> int:

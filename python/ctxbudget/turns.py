@@ -85,6 +85,9 @@ class MessageInfo:
         summary: A summary written by :mod:`ctxbudget.compact` (its first text starts with
             :data:`SUMMARY_MARKER`).
         reasoning: A Responses ``reasoning`` item (must stay with the rest of its response).
+        says: A ``results`` message that carries the user's own text too (Anthropic text
+            blocks, Gemini text parts beside the results): how a user's word reaches an agent
+            in the middle of its tool steps ("stop, use Rust instead").
         group: The id of a group of Responses items the server ran and that travel together,
             which this item belongs to: a ``program`` and its ``program_output`` (and the
             tool calls it makes, which name it in ``caller``), or a server-executed tool
@@ -99,6 +102,7 @@ class MessageInfo:
     summary: bool = False
     reasoning: bool = False
     group: str | None = None
+    says: bool = False
 
 
 _SYSTEM = MessageInfo("system")
@@ -251,7 +255,11 @@ def _scan_anthropic(m: Mapping[str, Any]) -> MessageInfo:
             if b.get("type") == "tool_result"
         )
         if results:
-            return MessageInfo("results", results=results)
+            says = any(
+                b.get("type") == "text" and isinstance(b.get("text"), str) and b["text"].strip()
+                for _, b in _mappings(content)
+            )
+            return MessageInfo("results", results=results, says=says)
     return _SUMMARY if _is_summary_text(content) else _USER
 
 
@@ -276,7 +284,11 @@ def _scan_gemini(m: Mapping[str, Any]) -> MessageInfo:
         if isinstance(fr, Mapping):
             results.append((fr.get("id"), fr.get("name"), i))
     if results:
-        return MessageInfo("results", results=tuple(results))
+        says = any(
+            isinstance(p.get("text"), str) and p["text"].strip() and not p.get("thought")
+            for _, p in _mappings(parts)
+        )
+        return MessageInfo("results", results=tuple(results), says=says)
     if parts and isinstance(parts[0], Mapping):
         text = parts[0].get("text")
         if isinstance(text, str) and text.startswith(SUMMARY_MARKER):
