@@ -101,3 +101,15 @@ def test_matches_the_reference(sizes: list[int], need: int, data: st.DataObject)
     if got.shortfall == 0:
         # the fewest items that can reach `need`: no smaller subset does
         assert len(got.indices) == reference.min_items_to_reach(sizes, need, protected)
+
+
+def test_a_need_past_64_bits_takes_every_allowed_item() -> None:
+    # Sizes near the 64-bit limit: the core's answer for a need of the limit was one item,
+    # with a shortfall though two were left.
+    big = 2**63 - 1
+    with pytest.raises(ValueError, match="i64::MAX"):
+        select_largest([big, big, big], 2**64)
+    got = select_largest([5, 9, 0, 9, 5], 2**63, protected=[1])
+    assert (got.indices, got.freed, got.shortfall) == ([3, 0, 4], 19, 2**63 - 19)
+    with pytest.raises(ValueError):
+        select_largest([1, -1], 2**63)  # the sizes are still checked

@@ -89,6 +89,10 @@ _MAIN_CONTENT_TYPES: dict[str, DocumentKind] = {
     "application/vnd.ms-excel.template.macroenabled.main+xml": "xlsx",
     "application/vnd.openxmlformats-officedocument.presentationml.presentation.main+xml": "pptx",
     "application/vnd.ms-powerpoint.presentation.macroenabled.main+xml": "pptx",
+    "application/vnd.openxmlformats-officedocument.presentationml.slideshow.main+xml": "pptx",
+    "application/vnd.ms-powerpoint.slideshow.macroenabled.main+xml": "pptx",
+    "application/vnd.openxmlformats-officedocument.presentationml.template.main+xml": "pptx",
+    "application/vnd.ms-powerpoint.template.macroenabled.main+xml": "pptx",
 }
 #: The usual main parts, for a package whose ``[Content_Types].xml`` names none.
 _OOXML_PARTS: tuple[tuple[str, DocumentKind], ...] = (
@@ -165,7 +169,8 @@ def read_tool_file(path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX
         size = _regular_file_size(name, os.fstat(handle.fileno()), max_bytes)
         data = _read_capped(handle, size, max_bytes)
     if len(data) > max_bytes:
-        raise FileTooLargeError(name, max(len(data), size), max_bytes)
+        # (More than the file's size said: read until the cap was passed, the rest unknown.)
+        raise FileTooLargeError(name, len(data), max_bytes, at_least=True)
     kind = document_kind(data)
     if kind is not None:
         return _convert(name, kind, data, max_bytes)
@@ -354,7 +359,9 @@ class _Output:
             size = len(line.encode("utf-8"))
         self._size += size + 1
         if self._size > self._limit:
-            raise FileTooLargeError(self.path, self._size, self._limit, what="converted text")
+            raise FileTooLargeError(
+                self.path, self._size, self._limit, what="converted text", at_least=True
+            )
         self._parts.append(line)
 
     def check_room(self, more: int) -> None:
@@ -404,29 +411,28 @@ def _table(rows: Iterable[Sequence[object]], out: _Output) -> None:
     """Rows as a markdown table, the first row as the header; empty rows and columns go.
 
     The table is held to the output's cap as its rows are read: a sheet's rows are only
-    parsed as they are asked for, and a sheet over the cap stops there. Every row is printed
-    as wide as the widest, at least three bytes a cell, so a single far-right value is
-    refused before a wide table is built."""
-    cells: list[list[str]] = []
-    size = width = 0
+    parsed as they are asked for, and a sheet over the cap stops there. Rows are kept as
+    their filled cells only, and the table is as wide as the columns that hold something
+    (at least three bytes a cell in every row): a value in a sheet's far corner
+    (``XFD1048576``) beside ``A1`` is a table of two columns, not of 16,384."""
+    kept: list[dict[int, str]] = []
+    columns: set[int] = set()
+    size = 0
     for row in rows:
-        texts = [_cell(value) for value in row]
-        filled = len(texts)
-        while filled and not texts[filled - 1]:
-            filled -= 1
+        filled = {i: text for i, value in enumerate(row) if (text := _cell(value))}
         if filled:
-            cells.append(texts[:filled])
-            width = max(width, filled)
-            size += sum(map(len, texts))  # characters: at most the bytes the table will take
-            out.check_room(size + 3 * width * len(cells))
-    if not cells:
+            kept.append(filled)
+            columns.update(filled)
+            size += sum(map(len, filled.values()))  # characters: at most the bytes it takes
+            out.check_room(size + 3 * len(columns) * len(kept))
+    if not kept:
         return
-    cells = [row + [""] * (width - len(row)) for row in cells]
+    order = sorted(columns)
     out.blank()
-    out.add("| " + " | ".join(cells[0]) + " |")
-    out.add("|" + " --- |" * width)
-    for row in cells[1:]:
-        out.add("| " + " | ".join(row) + " |")
+    for number, filled in enumerate(kept):
+        out.add("| " + " | ".join(filled.get(i, "") for i in order) + " |")
+        if number == 0:
+            out.add("|" + " --- |" * len(order))
     out.blank()
 
 
@@ -535,14 +541,29 @@ _WORD_VARIANTS = re.compile(
     re.IGNORECASE,
 )
 _WORD_DOCUMENT = b"application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"
+#: PowerPoint main parts python-pptx refuses by their content type (a slide show, .ppsx and
+#: .ppsm; a template, .potx and .potm), though their markup is a presentation's.
+_PRESENTATION_VARIANTS = re.compile(
+    rb"application/vnd\.(openxmlformats-officedocument\.presentationml\.(slideshow|template)"
+    rb"|ms-powerpoint\.(slideshow|template)\.macroenabled)\.main\+xml",
+    re.IGNORECASE,
+)
+_PRESENTATION = (
+    b"application/vnd.openxmlformats-officedocument.presentationml.presentation.main+xml"
+)
 
 
 def _as_word_document(data: bytes) -> bytes:
     """``data`` with the main part of a macro-enabled document or a template declared as a
     document's, which python-docx opens (macros are never run: only the text is read)."""
+    return _declared_as(data, _WORD_VARIANTS, _WORD_DOCUMENT)
+
+
+def _declared_as(data: bytes, variants: re.Pattern[bytes], main: bytes) -> bytes:
+    """``data`` with a main part whose content type ``variants`` matches declared ``main``."""
     with zipfile.ZipFile(io.BytesIO(data)) as source:
         types = source.read(_CONTENT_TYPES_PART)
-        patched = _WORD_VARIANTS.sub(_WORD_DOCUMENT, types)
+        patched = variants.sub(main, types)
         if patched == types:
             return data
         out = io.BytesIO()
@@ -556,11 +577,58 @@ def _as_word_document(data: bytes) -> bytes:
 def _convert_docx(docx: ModuleType, data: bytes, out: _Output) -> None:
     document = docx.Document(io.BytesIO(_as_word_document(data)))
     table_module = importlib.import_module("docx.table")
-    for block in document.iter_inner_content():
-        if isinstance(block, table_module.Table):
-            _table(_docx_rows(block, table_module, out), out)
+    paragraph_type = importlib.import_module("docx.text.paragraph").Paragraph
+    body = document._body
+    for element in _word_blocks(document.element.body):
+        if element.tag == _W_TABLE:
+            _table(_docx_rows(table_module.Table(element, body), table_module, out), out)
         else:
-            _docx_paragraph(block, out)
+            _docx_paragraph(paragraph_type(element, body), out)
+
+
+#: WordprocessingML element names, as the XML parser gives them.
+_W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+_W_PARAGRAPH, _W_TABLE = f"{_W}p", f"{_W}tbl"
+_W_TEXT, _W_TAB, _W_BREAKS = f"{_W}t", f"{_W}tab", (f"{_W}br", f"{_W}cr")
+#: Not read: where a tracked move came from (its text is read where it went, ``moveTo``), and
+#: the fallback markup of alternate content (a text box is there twice, as a drawing and as
+#: its VML fallback).
+_W_SKIPPED = (
+    f"{_W}moveFrom",
+    "{http://schemas.openxmlformats.org/markup-compatibility/2006}Fallback",
+)
+
+
+def _word_blocks(container: Any) -> Iterator[Any]:
+    """The paragraphs and tables of a document body or a table cell, in order, those in
+    content controls (``w:sdt``: forms, templates, a table of contents) and custom XML
+    included. python-docx's ``iter_inner_content`` gives only the direct ones: the text in
+    content controls was lost."""
+    for child in container.iterchildren():
+        if child.tag in (_W_PARAGRAPH, _W_TABLE):
+            yield child
+        elif child.tag == f"{_W}sdt":
+            content = child.find(f"{_W}sdtContent")
+            if content is not None:
+                yield from _word_blocks(content)
+        elif child.tag == f"{_W}customXml":
+            yield from _word_blocks(child)
+
+
+def _paragraph_text(p: Any) -> str:
+    """All the text of a ``w:p``: its runs, and those in tracked insertions, content
+    controls, fields, hyperlinks and text boxes (python-docx's ``Paragraph.text`` reads
+    direct runs and hyperlinks only: an unaccepted insertion was lost). Deleted text is
+    ``w:delText``, not read; a tracked move is read where it went, a text box once."""
+    parts: list[str] = []
+    for element in p.iter(_W_TEXT, _W_TAB, *_W_BREAKS):
+        if next(element.iterancestors(*_W_SKIPPED), None) is not None:
+            continue
+        if element.tag == _W_TEXT:
+            parts.append(element.text or "")
+        else:
+            parts.append("\t" if element.tag == _W_TAB else "\n")
+    return "".join(parts)
 
 
 def _docx_rows(table: Any, table_module: ModuleType, out: _Output) -> Iterator[list[str]]:
@@ -597,16 +665,17 @@ def _docx_cell_text(cell: Any, table_module: ModuleType, out: _Output) -> str:
     """A cell's paragraphs and the text of the tables nested in it (``cell.text`` has only
     the paragraphs: a table inside a cell was lost)."""
     parts: list[str] = []
-    for block in cell.iter_inner_content():
-        if isinstance(block, table_module.Table):
-            parts.extend(text for row in _docx_rows(block, table_module, out) for text in row)
+    for element in _word_blocks(cell._tc):
+        if element.tag == _W_TABLE:
+            table = table_module.Table(element, cell)
+            parts.extend(text for row in _docx_rows(table, table_module, out) for text in row)
         else:
-            parts.append(block.text)
+            parts.append(_paragraph_text(element))
     return "\n".join(parts)
 
 
 def _docx_paragraph(paragraph: Any, out: _Output) -> None:
-    text = " ".join(paragraph.text.split())
+    text = " ".join(_paragraph_text(paragraph._p).split())
     if not text:
         return
     style = (paragraph.style.name if paragraph.style is not None else "") or ""
@@ -677,7 +746,9 @@ def _forget_dimensions(sheet: Any) -> None:
 
 
 def _convert_pptx(pptx: ModuleType, data: bytes, out: _Output) -> None:
-    presentation = pptx.Presentation(io.BytesIO(data))
+    presentation = pptx.Presentation(
+        io.BytesIO(_declared_as(data, _PRESENTATION_VARIANTS, _PRESENTATION))
+    )
     for number, slide in enumerate(presentation.slides, start=1):
         title_shape = slide.shapes.title
         title = " ".join(title_shape.text_frame.text.split()) if title_shape is not None else ""

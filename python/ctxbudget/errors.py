@@ -259,14 +259,19 @@ class FileTooLargeError(ValueError):
 
     Attributes:
         path: The file.
-        size: The size in bytes (for converted text: the bytes produced so far).
+        size: The size in bytes; with ``at_least``, the bytes seen before reading stopped.
         limit: The cap in bytes.
         what: What was measured (``"file"``, ``"unpacked document"``, ...).
+        at_least: ``size`` is what was read (or converted) when the cap was passed, not the
+            whole: a file whose size the system does not tell (``/proc``), or that grew.
     """
 
-    def __init__(self, path: str, size: int, limit: int, *, what: str = "file") -> None:
+    def __init__(
+        self, path: str, size: int, limit: int, *, what: str = "file", at_least: bool = False
+    ) -> None:
+        measured = f"at least {size:,}" if at_least else f"{size:,}"
         message = (
-            f"{path}: {what} is {size:,} bytes, over the {limit:,}-byte limit; "
+            f"{path}: {what} is {measured} bytes, over the {limit:,}-byte limit; "
             "read a part of it (a range of lines or pages, or a filtered view) instead"
         )
         super().__init__(message)
@@ -274,13 +279,17 @@ class FileTooLargeError(ValueError):
         self.size = size
         self.limit = limit
         self.what = what
+        self.at_least = at_least
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild_too_large, (self.path, self.size, self.limit, self.what), self.__dict__)
+        args = (self.path, self.size, self.limit, self.what, self.at_least)
+        return (_rebuild_too_large, args, self.__dict__)
 
 
-def _rebuild_too_large(path: str, size: int, limit: int, what: str) -> FileTooLargeError:
-    return FileTooLargeError(path, size, limit, what=what)
+def _rebuild_too_large(
+    path: str, size: int, limit: int, what: str, at_least: bool = False
+) -> FileTooLargeError:
+    return FileTooLargeError(path, size, limit, what=what, at_least=at_least)
 
 
 class DocumentsExtraMissingError(ModuleNotFoundError):

@@ -68,10 +68,35 @@ def select_largest(
     if any(isinstance(p, int) and not -_INT64 <= p < _INT64 for p in protected):
         raise ValueError(f"a protected index is out of range for {len(sizes)} items")
     if isinstance(need, int) and need >= _INT64:
-        # More than any sizes can add up to: every allowed item, short by the rest.
-        indices, freed, _ = _core.select_largest(sizes, _INT64 - 1, protected)
-        return Selection(indices=indices, freed=freed, shortfall=need - freed)
+        return _select_past_int64(sizes, need, protected)
     if isinstance(need, int) and need < -_INT64:
         need = 0  # selects nothing, as any ``need <= 0`` (the sizes are still checked)
     indices, freed, shortfall = _core.select_largest(sizes, need, protected)
     return Selection(indices=indices, freed=freed, shortfall=shortfall)
+
+
+def _select_past_int64(
+    sizes: Sequence[int] | npt.NDArray[np.int64], need: int, protected: list[int]
+) -> Selection:
+    """:func:`select_largest` for a ``need`` past what the core's 64-bit integers hold: every
+    allowed item, largest first (the lower index first among equal sizes), short by the rest;
+    sizes that add up past the 64-bit limit are the core's error (it checks the arguments).
+    (This took the core's choice for a ``need`` of the limit: one item near it, and a
+    shortfall though items were left.)"""
+    _core.select_largest(sizes, 0, protected)
+    values = [int(size) for size in sizes]
+    skip = set(protected)
+    order = sorted(
+        (i for i, size in enumerate(values) if size > 0 and i not in skip),
+        key=lambda i: (-values[i], i),
+    )
+    indices: list[int] = []
+    freed = 0
+    for i in order:
+        if freed >= need:
+            break
+        indices.append(i)
+        freed += values[i]
+        if freed >= _INT64:  # as the core says for a smaller need
+            raise ValueError("the selected sizes sum to more than i64::MAX")
+    return Selection(indices=indices, freed=freed, shortfall=need - freed)

@@ -389,7 +389,7 @@ class DirectorySpillStore:
     'line 1\\nline 2\\n'
     """
 
-    __slots__ = ("_cleanup_due", "_directory", "_fsync", "_limits")
+    __slots__ = ("_cleanup_due", "_directory", "_fsync", "_limits", "_unusable")
 
     def __init__(
         self,
@@ -400,19 +400,33 @@ class DirectorySpillStore:
         fsync: bool = False,
         min_age_seconds: float = DEFAULT_MIN_AGE_SECONDS,
     ) -> None:
-        base = default_spill_dir() if directory is None else Path(directory)
-        self._directory = base.expanduser().absolute()
+        try:
+            base = default_spill_dir() if directory is None else Path(directory)
+            self._directory = base.expanduser().absolute()
+            self._unusable: str | None = None
+        except RuntimeError as err:  # no home directory to find it under (HOME unset, no
+            # passwd entry: a container run as an arbitrary user): each write says so
+            self._directory = Path()
+            self._unusable = f"no spill directory: {err} (set CTXBUDGET_SPILL_DIR)"
         self._limits = _Retention(max_age_seconds, max_total_bytes, min_age_seconds)
         self._fsync = fsync
         self._cleanup_due = _Throttle()
 
     @property
     def directory(self) -> Path:
-        """The absolute directory the files go to."""
+        """The absolute directory the files go to.
+
+        Raises:
+            OSError: There is none: no directory was given and there is no home directory to
+                find the default one under.
+        """
+        if self._unusable is not None:
+            raise OSError(self._unusable)
         return self._directory
 
     def __repr__(self) -> str:
-        return f"DirectorySpillStore({str(self._directory)!r})"
+        where = self._unusable or str(self._directory)
+        return f"DirectorySpillStore({where!r})"
 
     def write(self, text: str, *, label: str | None = None) -> str:
         """Write ``text`` as UTF-8 to a new file and return its absolute path.
@@ -430,7 +444,7 @@ class DirectorySpillStore:
         """
         _check_text(text)
         name = spill_file_name(label)
-        os.makedirs(self._directory, mode=0o700, exist_ok=True)
+        os.makedirs(self.directory, mode=0o700, exist_ok=True)
         _check_private_directory(self._directory)
         self._maybe_cleanup()
         final = self._directory / name

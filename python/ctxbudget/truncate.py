@@ -35,6 +35,7 @@ from ctxbudget import spill as _spill
 from ctxbudget import tokens as _tokens
 from ctxbudget._core import count_newlines
 from ctxbudget.counting import encoding_for_model
+from ctxbudget.graphemes import back_to_boundary, forward_to_boundary
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -263,8 +264,9 @@ def _write_spill(
     """Write the full text; return ``(location, error for logs, reason for the model)``."""
     if spill is False:
         return None, None, None
-    store = _spill.default_spill_store() if spill is None else spill
+    store: object = spill
     try:
+        store = _spill.default_spill_store() if spill is None else spill
         location = store.write(text, label=label)
         _check_location(store, location)
     except Exception as err:
@@ -536,7 +538,8 @@ def _snap_head(text: str, end: int, long_line: float) -> int:
     """Move a head cut back to a line boundary.
 
     The head keeps whole lines whenever one fits. Only a first line longer than the whole
-    preview (``long_line`` characters) is cut inside; a shorter one is left out instead.
+    preview (``long_line`` characters) is cut inside (where no grapheme cluster is split: a
+    flag, an accented letter); a shorter one is left out instead.
     """
     size = len(text)
     if end == 0 or end == size or text[end - 1] == "\n":
@@ -551,11 +554,12 @@ def _snap_head(text: str, end: int, long_line: float) -> int:
     line_end = text.find("\n", end, limit)
     if (line_end if line_end >= 0 else size if limit == size else limit) <= long_line:
         return 0
-    return end
+    return back_to_boundary(text, end)
 
 
 def _snap_tail(text: str, start: int, floor: int) -> int:
-    """Move a tail cut forward to a line start; cut inside the last line if none fits."""
+    """Move a tail cut forward to a line start; cut inside the last line if none fits (where
+    no grapheme cluster is split)."""
     start = max(start, floor)
     size = len(text)
     if start in (0, size) or text[start - 1] == "\n":
@@ -563,4 +567,4 @@ def _snap_tail(text: str, start: int, floor: int) -> int:
     newline = text.find("\n", start)
     if 0 <= newline < size - 1:
         return newline + 1
-    return start
+    return forward_to_boundary(text, start)
