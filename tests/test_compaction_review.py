@@ -11,8 +11,11 @@
   though keeping less fitted.
 - A summary far over the cap it was asked for, that makes the result overflow, is refused.
 - A word the user sends along with tool results (Anthropic text blocks, Gemini text parts)
-  is a request: a reduced transcript dropped it, and the older request was copied into the
-  summary as the latest.
+  is kept: a reduced transcript dropped it, and the summary's verbatim copy of the request
+  left it out.
+- (Re-review of the three above.) No room is held for a request copy when a request is kept
+  verbatim; a summary at its cap (as ``conservative`` counts it, ~13% over) is not refused;
+  a word beside a large tool result is sized by its words, and does not hide the task.
 """
 
 from __future__ import annotations
@@ -242,11 +245,86 @@ def _gemini_interjection() -> list[dict[str, Any]]:
 @pytest.mark.parametrize(
     ("fmt", "make"), [("anthropic", _anthropic_interjection), ("gemini", _gemini_interjection)]
 )
-def test_a_word_sent_with_tool_results_is_the_latest_request(fmt: str, make: Any) -> None:
+def test_a_word_sent_with_tool_results_is_copied_after_the_request(fmt: str, make: Any) -> None:
     summarize = Recorder()
     result = compact(make(), summarize, window=16_000, format=fmt)
     # The reduced transcript keeps it, and the summary carries it as the latest request.
     assert "use Rust instead of C" in summarize.prompts[-1]
     summary = first_text(fmt, result.messages[0]) or ""
     assert summary.startswith(SUMMARY_MARKER)
-    assert "<request>\nSTOP: use Rust instead of C.\n</request>" in summary
+    assert summary.endswith(
+        "<request>\nImplement the parser in C.\n\n"
+        "Later, with tool results: STOP: use Rust instead of C.\n</request>"
+    )
+
+
+# --------------------------------------------------------------------------- re-review
+
+
+def test_no_room_is_held_for_a_request_copy_when_a_request_is_kept() -> None:
+    msgs: list[dict[str, Any]] = [{"role": "system", "content": "You are careful. " * 1800}]
+    for i in range(6):
+        msgs += [
+            {"role": "user", "content": f"Log {i}: " + "error at line 42 in module x " * 330},
+            {"role": "assistant", "content": f"Answer {i}: " + "looks fine " * 100},
+        ]
+    msgs += [
+        {"role": "user", "content": "And this one? " + "warn: disk almost full " * 200},
+        {"role": "assistant", "content": "It is the disk."},
+        {"role": "user", "content": "Why?"},
+    ]
+    result = compact(msgs, Recorder(), window=16_000)
+    assert result.fits and result.kept == 4  # the log "Why?" is about stays
+
+
+def _chat_then_big_fresh_result() -> list[dict[str, Any]]:
+    msgs: list[dict[str, Any]] = [{"role": "system", "content": "You help."}]
+    for i in range(30):
+        msgs += [
+            {"role": "user", "content": f"Question {i}: " + "explain this module please " * 60},
+            {"role": "assistant", "content": f"Answer {i}: " + "it does things well " * 60},
+        ]
+    call = {"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{}"}}
+    return [
+        *msgs,
+        {"role": "user", "content": "Read the log."},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "log line here ok " * 2500},
+    ]
+
+
+def at_cap(prompt: str, max_tokens: int) -> str:
+    """A summary of about ``max_tokens`` o200k tokens (``conservative`` counts ~13% more)."""
+    return "## Goal\n" + "done " * max_tokens
+
+
+def test_a_summary_at_its_cap_is_taken_and_the_guard_sends() -> None:
+    result = compact(_chat_then_big_fresh_result(), at_cap, window=16_000)
+    assert not result.fits  # the fresh tool output is what is over: the guard stubs it
+    guard = ContextGuard(window=16_000, summarize=at_cap, calibration=False)
+    sent = guard.send(lambda request: "ok", _chat_then_big_fresh_result())
+    assert any(e.action == "compact" for e in sent.events)
+
+
+def test_a_word_beside_a_large_tool_result_does_not_hide_the_task() -> None:
+    def steps(msgs: list[Any], first: int, n: int, word_at: int | None = None) -> None:
+        for k in range(first, first + n):
+            call = {"type": "tool_use", "id": f"t{k}", "name": "bash", "input": {"cmd": "ls"}}
+            msgs.append({"role": "assistant", "content": [call]})
+            output = "file listing\n" * (1500 if k == word_at else 300)
+            blocks: list[Any] = [{"type": "tool_result", "tool_use_id": f"t{k}", "content": output}]
+            if k == word_at:
+                blocks.append({"type": "text", "text": "Also add tests."})
+            msgs.append({"role": "user", "content": blocks})
+
+    msgs: list[Any] = [
+        {"role": "user", "content": "Implement the parser in C. Never touch vendor/."}
+    ]
+    steps(msgs, 0, 30, word_at=20)
+    msgs += [{"role": "assistant", "content": "Paused."}, {"role": "user", "content": "continue"}]
+    steps(msgs, 30, 10)
+    summarize = Recorder()
+    compact(msgs, summarize, window=16_000, format="anthropic")
+    prompt = summarize.prompts[-1]
+    assert "Never touch vendor" in prompt and "Also add tests" in prompt
+    assert "file listing\nfile listing" not in prompt.split("Also add tests")[0][-200:]

@@ -30,11 +30,12 @@ modified; kept messages are the caller's own objects.
   (newest first; left out first when still too big); a summarizer that still reports a
   context overflow (recognised by :func:`ctxbudget.overflow.classify_overflow`) gets half
   of what is left, at most ``max_attempts`` calls in all.
-- **The user's latest request** is never lost (nor a word the user sent along with tool
-  results: Anthropic text blocks, Gemini text parts beside them): when the summary replaces
-  it, its text is copied into the summary verbatim, clipped (start and end kept) to at most
-  :data:`LATEST_REQUEST_MAX_TOKENS` and a quarter of what is replaced, and its attachments
-  (images, documents, audio, files) go into the summary message whole, after the text.
+- **The user's latest request** is never lost, nor the words the user sent after it beside
+  tool results (Anthropic text blocks, Gemini text parts; :mod:`ctxbudget.compact_words`):
+  when the summary replaces them, their text is copied into it verbatim, clipped (start and
+  end kept) to at most :data:`LATEST_REQUEST_MAX_TOKENS` and a quarter of what is replaced,
+  and the request's attachments (images, documents, audio, files) go into the summary message
+  whole, after the text.
 - **Events** (SPEC E4): every compaction emits a :class:`~ctxbudget.events.ContextEvent`
   (logger ``ctxbudget.compact``, and ``on_event``); a failed one logs a warning.
 """
@@ -43,27 +44,20 @@ from __future__ import annotations
 
 import inspect
 import logging
-import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from ctxbudget.budget import ContextWindowBudget
+from ctxbudget.compact_words import carried_request, request_copy, said, words_message
 from ctxbudget.events import ContextEvent, EventCallback, Reason, check_reason, emit
-from ctxbudget.messages import (
-    FORMATS,
-    MessageFormatError,
-    Part,
-    detect_format,
-    normalize_messages,
-)
+from ctxbudget.messages import FORMATS, MessageFormatError, Part, detect_format
 from ctxbudget.prune import PruneConfig, make_budget
 from ctxbudget.request import RequestEstimator
 from ctxbudget.stubs import in_history_type
 from ctxbudget.summary_prompt import (
     build_prompt,
     clip_text,
-    largest_summary,
     render_messages,
     summary_level,
     summary_max_tokens,
@@ -94,6 +88,9 @@ AsyncSummarizer = Callable[[str, int], Awaitable[str]]
 _PROMPT_FRAMING = 16
 #: Tokens a summary message adds to its text (marker line, role framing), when choosing a cut.
 _SUMMARY_FRAMING = 32
+#: How far over its cap a summary is taken for one that obeyed it: ``conservative`` counts up
+#: to ~20% more than the tokenizer the summarizer stopped by.
+_CAP_SLACK = 1.25
 #: Longest latest user request copied verbatim into a summary that replaces it, in tokens
 #: (a longer one is clipped to it, start and end kept).
 LATEST_REQUEST_MAX_TOKENS = 2_000
@@ -103,9 +100,6 @@ EARLIER_REQUESTS_MAX_TOKENS = 2_000
 #: Characters below which the request shown in a reduced transcript is not clipped further.
 _MIN_REQUEST_CHARS = 500
 _REQUEST_HEAD = "\n\nThe user's latest request, verbatim:\n"
-#: Part kinds of the latest request that a summary replacing it carries whole.
-_ATTACHMENTS = frozenset({"image", "document", "audio", "file"})
-_REQUEST_BLOCK = re.compile(r"\n<request>\n(.*)\n</request>\Z", re.DOTALL)
 
 
 class CompactionError(RuntimeError):
@@ -212,6 +206,7 @@ class _Compaction:
         self.on_event = on_event
         self.attempts = 0
         self.cap = 0  # the output cap of the last summarizer call
+        self._said: dict[int, tuple[int, int]] = {}  # see _said_tokens
 
         est = self.estimator.estimate(self.msgs, system=system, tools=tools, max_tokens=max_tokens)
         self.before = est
@@ -293,25 +288,56 @@ class _Compaction:
         """The first of ``cuts`` whose kept messages hold at most ``keep`` tokens and leave
         room in the window for what stays besides them: the messages before ``start`` (system
         prompt, earlier summaries not condensed), the tools and system prompt given, the
-        system messages among the summarized ones, and the summary at its largest with the
-        user's latest request copied into it. The last cut when none does. (A tail rule of
-        2,000 tokens beside a 10k-token system prompt in a 12k budget kept what made the
-        compacted request overflow, though keeping less fitted.)"""
+        system messages among the summarized ones, the summary at its cap for what it
+        replaces, and the copy of the user's request it carries when it replaces that (with
+        the words sent after it; an earlier summary's copy carried forward). The last cut
+        when none does. (A tail rule of 2,000 tokens beside a 10k-token system prompt in a
+        12k budget kept what made the compacted request overflow, though keeping less fitted.)
+        """
         usable = self.budget.available(self.max_tokens)
-        fixed = self.before.total - suffix[start] + largest_summary(self.budget.window)
-        fixed += _SUMMARY_FRAMING
-        system, request, seen = 0, 0, start
+        window = self.budget.window
+        fixed = self.before.total - suffix[start] + _SUMMARY_FRAMING
+        # A request kept verbatim (at or after the cut) is copied into no summary.
+        last_request = max(
+            (i for i, info in enumerate(self.infos) if info.kind == "user" and not info.summary),
+            default=-1,
+        )
+        system, request, later, seen = 0, 0, 0, start
         for cut in cuts:
             for i in range(seen, cut):
                 info = self.infos[i]
                 if info.kind == "system":
                     system += per_message[i]
-                elif _asks(info):
-                    request = min(per_message[i], LATEST_REQUEST_MAX_TOKENS)
+                elif info.kind == "user" and info.summary:
+                    carried = carried_request(self.fmt, self.msgs[i])
+                    if carried is not None:
+                        request, later = estimate_tokens(carried, self.encoding), 0
+                elif info.kind == "user":
+                    text, attached = self._said_tokens(i)
+                    request, later = text + attached, 0
+                elif info.says:
+                    later += self._said_tokens(i)[0]
             seen = cut
-            if suffix[cut] <= keep and fixed + system + request + suffix[cut] <= usable:
+            replaced = suffix[start] - suffix[cut] - system
+            copy = 0
+            if cut > last_request:
+                copy = min(request + later, LATEST_REQUEST_MAX_TOKENS, replaced // 4)
+            summary = summary_max_tokens(replaced, window)
+            if suffix[cut] <= keep and fixed + system + copy + summary + suffix[cut] <= usable:
                 return cut
         return cuts[-1]
+
+    def _said_tokens(self, i: int) -> tuple[int, int]:
+        """Tokens of what the user wrote in message ``i`` (its text parts, not its tool
+        results), and of its attachments (what of the message is not that text)."""
+        found = self._said.get(i)
+        if found is None:
+            text, attachments = said(self.fmt, self.msgs[i])
+            tokens = estimate_tokens(text, self.encoding)
+            per_message = self.before.per_message[i]
+            found = (tokens, max(0, per_message - tokens) if attachments else 0)
+            self._said[i] = found
+        return found
 
     def _check_kept_fits(self, floor: int, per_message: Sequence[int]) -> None:
         """Fail, before any summarizer call, when what must be kept cannot fit on its own.
@@ -342,54 +368,67 @@ class _Compaction:
         message there, the first to go when the transcript is reduced, and its copy in the
         summary may be clipped: without it the summarizer would not know the task."""
         for i in range(cut - 1, first - 1, -1):
-            if _asks(self.infos[i]):
+            if self.infos[i].kind == "user" and not self.infos[i].summary:
                 return i
         return None
 
     def _earlier_users(self, first: int, per_message: Sequence[int]) -> list[int]:
-        """The user's messages before the latest request that a reduced transcript keeps
-        too: the newest first, whole, while they add up to at most
-        :data:`EARLIER_REQUESTS_MAX_TOKENS` (in order). A long run ("implement this spec",
-        steps, "continue", steps) keeps its task; a chat of many long questions, its last few."""
+        """The user's other messages a reduced transcript keeps, in order, up to
+        :data:`EARLIER_REQUESTS_MAX_TOKENS` in all: the words sent beside tool results after
+        the latest request, then the messages before it, newest first. Words beside results
+        are sized by the words (they are shown without the results; one too big is passed
+        over); a request, whole, while they fit. A long run ("implement this spec", steps,
+        "continue", steps) keeps its task; a chat of many long questions, its last few."""
         kept: list[int] = []
         room = EARLIER_REQUESTS_MAX_TOKENS
-        at = self.request_at if self.request_at is not None else first
-        for i in range(at - 1, first - 1, -1):
+        at = self.request_at
+        for i in range(self.cut - 1, first - 1 if at is None else at, -1):
+            if self.infos[i].says and not self.infos[i].summary:
+                size = self._said_tokens(i)[0]
+                if size <= room:
+                    room -= size
+                    kept.append(i)
+        for i in range(-1 if at is None else at - 1, first - 1, -1):
             info = self.infos[i]
-            if not _asks(info):
+            if info.summary or not (info.kind == "user" or info.says):
                 continue
-            if per_message[i] > room:
+            size = self._said_tokens(i)[0] if info.says else per_message[i]
+            if size <= room:
+                room -= size
+                kept.append(i)
+            elif not info.says:
                 break
-            room -= per_message[i]
-            kept.append(i)
-        return kept[::-1]
+        return sorted(kept)
 
     def _latest_request(self) -> tuple[str, tuple[Part, ...]]:
         """The user's latest request, when compaction replaces it (an agent loop of one user
-        turn and many tool steps): its text verbatim, clipped by :meth:`_clip_request` (its
-        constraints, "do not touch vendor/", must not depend on the summarizer's paraphrase),
-        and its attachments whole (the screenshot or document the request is about: the
-        summarizer only sees them named). An earlier summary being condensed carries its
-        copy forward."""
-        if any(info.kind == "user" or info.says for info in self.infos[self.cut :]):
+        turn and many tool steps): its text verbatim, with the words sent beside tool results
+        after it, clipped by :meth:`_clip_request` (its constraints, "do not touch vendor/",
+        must not depend on the summarizer's paraphrase), and its attachments whole (the
+        screenshot or document the request is about: the summarizer only sees them named).
+        An earlier summary being condensed carries its copy forward."""
+        if any(info.kind == "user" for info in self.infos[self.cut :]):
             return "", ()
-        attachments: tuple[Part, ...]
-        request, attachments = "", ()
+        attachments: tuple[Part, ...] = ()
+        request, source = "", self.start - 1
         for i in range(self.cut - 1, self.start - 1, -1):
             info = self.infos[i]
-            if info.kind != "user" and not info.says:
+            if info.kind != "user":
                 continue
-            (message,) = normalize_messages([self.msgs[i]], self.fmt)
-            attachments = tuple(p for p in message.parts if p.kind in _ATTACHMENTS)
+            text, attachments = said(self.fmt, self.msgs[i])
             if info.summary:
-                found = _REQUEST_BLOCK.search(first_text(self.fmt, self.msgs[i]) or "")
-                if not found and not attachments:
+                carried = carried_request(self.fmt, self.msgs[i])
+                if carried is None and not attachments:
                     continue
-                request = found.group(1) if found else ""
-            else:
-                request = "\n".join(p.text for p in message.parts if p.kind == "text" and p.text)
+                text = carried or ""
+            request, source = text, i
             break
-        request = self._clip_request(request)
+        later = [
+            said(self.fmt, self.msgs[i])[0]
+            for i in range(source + 1, self.cut)
+            if self.infos[i].says and not self.infos[i].summary
+        ]
+        request = self._clip_request(request_copy(request, later))
         if not request.strip():
             return "", attachments
         return f"{_REQUEST_HEAD}<request>\n{request}\n</request>", attachments
@@ -431,25 +470,26 @@ class _Compaction:
 
     def _request_entries(self, dropped: int) -> list[str]:
         """The entries of the user's messages kept among the units left out, in order: the
-        earlier ones kept (:meth:`_earlier_users`), whole, then the latest request, clipped
-        to :attr:`request_chars`."""
+        others kept (:meth:`_earlier_users`; words sent beside tool results without those
+        results), whole, and the latest request, clipped to :attr:`request_chars`."""
         first = self.units[0]
-        out = [
-            self.entries[i - self.start]
-            for i in self.earlier_requests
-            if first <= i < first + dropped
-        ]
+        shown = [i for i in self.earlier_requests if first <= i < first + dropped]
         at = self.request_at
-        if at is None or not first <= at < first + dropped:
-            return out
-        if self.request_chars >= self.max_item_chars:
-            return [*out, self.entries[at - self.start]]
-        return [
-            *out,
-            *render_messages(
-                [self.msgs[at]], self.fmt, first_index=at, max_item_chars=self.request_chars
-            ),
-        ]
+        if at is not None and first <= at < first + dropped:
+            shown = sorted([*shown, at])
+        out: list[str] = []
+        for i in shown:
+            if i == at and self.request_chars < self.max_item_chars:
+                message, chars = self.msgs[i], self.request_chars
+            elif self.infos[i].says:
+                message, chars = words_message(self.fmt, said(self.fmt, self.msgs[i])[0]), 0
+            else:
+                out.append(self.entries[i - self.start])
+                continue
+            out += render_messages(
+                [message], self.fmt, first_index=i, max_item_chars=chars or self.max_item_chars
+            )
+        return out
 
     def _omitted(self) -> int:
         """Messages left out of the transcript."""
@@ -612,8 +652,15 @@ class _Compaction:
             out, system=self.system, tools=self.tools, max_tokens=self.max_tokens
         )
         fits = self.budget.fits(after, max_tokens=self.max_tokens)
+        # Over its cap by more than encodings differ, and that excess is why it does not fit:
+        # a summarizer not given the cap as its output limit.
         written = estimate_tokens(text, self.encoding)
-        if not fits and written > self.cap:
+        excess = written - self.cap
+        if (
+            not fits
+            and written > self.cap * _CAP_SLACK
+            and self.budget.fits(after.total - excess, max_tokens=self.max_tokens)
+        ):
             self.fail(
                 f"the summary ({written:,} tokens) is longer than the {self.cap:,} tokens asked "
                 f"for, and the compacted request ({after.total:,} tokens) does not fit: pass "
