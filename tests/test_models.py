@@ -284,6 +284,10 @@ def test_a_later_version_is_not_the_older_model(name: str, older: str) -> None:
         ("llama-3.1-8b-instruct", "llama-3.1"),
         ("qwen2.5-7b-instruct-1m", "qwen2.5"),
         ("gpt-3.5-turbo-16k", "gpt-3.5-turbo"),
+        # Ollama's size tags, decimal ones too.
+        ("deepseek-r1:1.5b", "deepseek-r1"),
+        ("deepseek-r1:1.5b-qwen-distill-q4_K_M", "deepseek-r1"),
+        ("deepseek-r1:70b", "deepseek-r1"),
     ],
 )
 def test_dates_snapshots_and_sizes_after_a_version_still_match(name: str, plain: str) -> None:

@@ -337,7 +337,9 @@ def test_the_users_own_pypdf_warnings_still_reach_the_log(
 # --------------------------------------------------------------------------- review of 2026-12-03
 
 
-def test_a_spill_with_no_home_directory_is_a_failed_spill(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_spill_with_no_home_directory_is_a_failed_spill(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     # A container run as a user with no passwd entry and no HOME: Path.home() raises.
     import pwd
 
@@ -358,13 +360,19 @@ def test_a_spill_with_no_home_directory_is_a_failed_spill(monkeypatch: pytest.Mo
     store = DirectorySpillStore()  # building one still never fails
     with pytest.raises(OSError, match="no spill directory"):
         store.write("x")
+    # Nor does its clean-up look in the working directory (a spill-named file 30 days old).
+    monkeypatch.chdir(tmp_path)
+    old = tmp_path / spill.spill_file_name("x", now=1.0)
+    old.write_text("not ours to remove")
+    os.utime(old, (1.0, 1.0))
+    assert store.cleanup().removed_files == 0 and old.exists()
 
 
 def _w(parent: object, tag: str, text: str | None = None) -> object:
     from docx.oxml.ns import qn
     from lxml import etree
 
-    element = etree.SubElement(parent, qn(tag))
+    element = etree.SubElement(parent, tag if tag.startswith("{") else qn(tag))
     if text is not None:
         element.text = text
     return element
@@ -469,3 +477,49 @@ def test_a_file_whose_size_is_not_told_is_refused_as_at_least_what_was_read() ->
 
     with pytest.raises(FileTooLargeError, match="file is at least 11 bytes, over the 10-byte"):
         read_tool_file("/proc/self/status", max_bytes=10)
+
+
+def test_docx_hyphens_tabs_and_text_box_paragraphs_read_as_word_shows_them(
+    tmp_path: Path,
+) -> None:
+    import docx
+
+    mc = "{http://schemas.openxmlformats.org/markup-compatibility/2006}"
+    document = docx.Document()
+    p = document.add_paragraph("well")
+    _w(_w(p._p, "w:r"), "w:noBreakHyphen")
+    _w(_w(p._p, "w:r"), "w:t", "known")
+    _w(_w(p._p, "w:r"), "w:ptab")
+    _w(_w(p._p, "w:r"), "w:t", "right")
+    box = document.add_paragraph("Intro")
+    alternate = _w(_w(box._p, "w:r"), f"{mc}AlternateContent")
+    for branch in ("Choice", "Fallback"):  # a text box is written twice: drawing and VML
+        content = _w(_w(alternate, f"{mc}{branch}"), "w:txbxContent")
+        for line in ("Hello", "World"):
+            _w(_w(_w(content, "w:p"), "w:r"), "w:t", line)
+    document.save(tmp_path / "a.docx")
+    text = read_tool_file(tmp_path / "a.docx")
+    assert text.startswith("well-known right\n\nIntro Hello World\n"), text
+
+
+def test_docx_table_rows_and_cells_in_content_controls_are_read(tmp_path: Path) -> None:
+    # A repeating section's rows, and a form's cell, sit in content controls (w:sdt).
+    import docx
+
+    document = docx.Document()
+    table = document.add_table(rows=2, cols=2)
+    for r in range(2):
+        for c in range(2):
+            table.cell(r, c).text = f"r{r}c{c}"
+    tbl = table._tbl
+    second = tbl.tr_lst[1]
+    tbl.remove(second)
+    _w(_w(tbl, "w:sdt"), "w:sdtContent").append(second)  # type: ignore[attr-defined]
+    first = tbl.tr_lst[0]
+    cell = first.tc_lst[1]
+    first.remove(cell)
+    _w(_w(first, "w:sdt"), "w:sdtContent").append(cell)  # type: ignore[attr-defined]
+    document.save(tmp_path / "a.docx")
+    assert read_tool_file(tmp_path / "a.docx") == (
+        "| r0c0 | r0c1 |\n| --- | --- |\n| r1c0 | r1c1 |\n"
+    )

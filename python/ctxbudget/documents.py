@@ -589,7 +589,15 @@ def _convert_docx(docx: ModuleType, data: bytes, out: _Output) -> None:
 #: WordprocessingML element names, as the XML parser gives them.
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 _W_PARAGRAPH, _W_TABLE = f"{_W}p", f"{_W}tbl"
-_W_TEXT, _W_TAB, _W_BREAKS = f"{_W}t", f"{_W}tab", (f"{_W}br", f"{_W}cr")
+_W_TEXT = f"{_W}t"
+#: Run content that stands for a character, as python-docx's run text reads it.
+_W_CHARACTERS = {
+    f"{_W}tab": "\t",
+    f"{_W}ptab": "\t",
+    f"{_W}br": "\n",
+    f"{_W}cr": "\n",
+    f"{_W}noBreakHyphen": "-",
+}
 #: Not read: where a tracked move came from (its text is read where it went, ``moveTo``), and
 #: the fallback markup of alternate content (a text box is there twice, as a drawing and as
 #: its VML fallback).
@@ -599,20 +607,21 @@ _W_SKIPPED = (
 )
 
 
-def _word_blocks(container: Any) -> Iterator[Any]:
-    """The paragraphs and tables of a document body or a table cell, in order, those in
-    content controls (``w:sdt``: forms, templates, a table of contents) and custom XML
-    included. python-docx's ``iter_inner_content`` gives only the direct ones: the text in
-    content controls was lost."""
+def _word_blocks(container: Any, tags: tuple[str, ...] = (_W_PARAGRAPH, _W_TABLE)) -> Iterator[Any]:
+    """The children of ``container`` with one of ``tags`` (by default the paragraphs and
+    tables of a document body or a table cell), in order, those in content controls
+    (``w:sdt``: forms, templates, a table of contents, a repeating section's rows or cells)
+    and custom XML included. python-docx gives only the direct ones: the text in content
+    controls was lost."""
     for child in container.iterchildren():
-        if child.tag in (_W_PARAGRAPH, _W_TABLE):
+        if child.tag in tags:
             yield child
         elif child.tag == f"{_W}sdt":
             content = child.find(f"{_W}sdtContent")
             if content is not None:
-                yield from _word_blocks(content)
+                yield from _word_blocks(content, tags)
         elif child.tag == f"{_W}customXml":
-            yield from _word_blocks(child)
+            yield from _word_blocks(child, tags)
 
 
 def _paragraph_text(p: Any) -> str:
@@ -621,13 +630,16 @@ def _paragraph_text(p: Any) -> str:
     direct runs and hyperlinks only: an unaccepted insertion was lost). Deleted text is
     ``w:delText``, not read; a tracked move is read where it went, a text box once."""
     parts: list[str] = []
-    for element in p.iter(_W_TEXT, _W_TAB, *_W_BREAKS):
+    for element in p.iter(_W_TEXT, _W_PARAGRAPH, *_W_CHARACTERS):
         if next(element.iterancestors(*_W_SKIPPED), None) is not None:
             continue
         if element.tag == _W_TEXT:
             parts.append(element.text or "")
+        elif element.tag == _W_PARAGRAPH:
+            if element is not p:  # a paragraph of a text box inside this one
+                parts.append("\n")
         else:
-            parts.append("\t" if element.tag == _W_TAB else "\n")
+            parts.append(_W_CHARACTERS[element.tag])
     return "".join(parts)
 
 
@@ -643,11 +655,11 @@ def _docx_rows(table: Any, table_module: ModuleType, out: _Output) -> Iterator[l
     and a merged cell's text is carried down a row at a time.
     """
     above: dict[int, str] = {}  # grid column -> text of the cell starting there, a row up
-    for tr in table._tbl.tr_lst:
+    for tr in _word_blocks(table._tbl, (f"{_W}tr",)):
         row: list[str] = []
         here: dict[int, str] = {}
         column = tr.grid_before
-        for tc in tr.tc_lst:
+        for tc in _word_blocks(tr, (f"{_W}tc",)):
             span = tc.grid_span
             out.read_cells(max(span, 1))
             if tc.vMerge == "continue":

@@ -489,6 +489,8 @@ class DirectorySpillStore:
         Raises:
             PermissionError: The directory is one :meth:`write` refuses; nothing is removed.
         """
+        if self._unusable is not None:  # no directory, so nothing in it (not the cwd's files)
+            return CleanupReport(0, 0, 0, 0)
         moment = time.time() if now is None else now
         entries: list[tuple[str, float, int]] = []
         removed_files = removed_bytes = 0
