@@ -18,6 +18,7 @@ import threading
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -231,14 +232,22 @@ def test_long_vertical_merge_is_read_in_linear_time(tmp_path: Path) -> None:
     assert "| Group | item 0 |" in out and "| Group | item 1499 |" in out
 
 
-def test_merged_cells_read_as_python_docx_gives_them(tmp_path: Path) -> None:
+def _docx_grid(rows: int, cols: int) -> tuple[Any, Any]:
+    """A new Word document and its table of ``rows`` x ``cols`` cells reading ``r<i>c<j>``."""
     import docx
 
     document = docx.Document()
-    table = document.add_table(rows=3, cols=3)
-    for r in range(3):
-        for c in range(3):
+    table = document.add_table(rows=rows, cols=cols)
+    for r in range(rows):
+        for c in range(cols):
             table.cell(r, c).text = f"r{r}c{c}"
+    return document, table
+
+
+def test_merged_cells_read_as_python_docx_gives_them(tmp_path: Path) -> None:
+    import docx
+
+    document, table = _docx_grid(3, 3)
     table.cell(0, 0).merge(table.cell(0, 1))
     table.cell(1, 2).merge(table.cell(2, 2))
     path = tmp_path / "merges.docx"
@@ -504,13 +513,7 @@ def test_docx_hyphens_tabs_and_text_box_paragraphs_read_as_word_shows_them(
 
 def test_docx_table_rows_and_cells_in_content_controls_are_read(tmp_path: Path) -> None:
     # A repeating section's rows, and a form's cell, sit in content controls (w:sdt).
-    import docx
-
-    document = docx.Document()
-    table = document.add_table(rows=2, cols=2)
-    for r in range(2):
-        for c in range(2):
-            table.cell(r, c).text = f"r{r}c{c}"
+    document, table = _docx_grid(2, 2)
     tbl = table._tbl
     second = tbl.tr_lst[1]
     tbl.remove(second)
