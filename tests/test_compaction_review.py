@@ -16,6 +16,10 @@
 - (Re-review of the three above.) No room is held for a request copy when a request is kept
   verbatim; a summary at its cap (as ``conservative`` counts it, ~13% over) is not refused;
   a word beside a large tool result is sized by its words, and does not hide the task.
+- (Second re-review.) A summary that copied only words (no request in its part) does not
+  stand for the request when condensed: the older copy's request stays; the cut reserves the
+  attachments a summary carries whole; a summarizer quoting a request block does not corrupt
+  the carried copy.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import pytest
 
 from ctxbudget import ContextGuard, estimate_tokens
 from ctxbudget.compact import CompactionError, compact
+from ctxbudget.compact_words import carried_request
 from ctxbudget.turns import SUMMARY_MARKER, first_text
 
 # --------------------------------------------------------------------------- helpers
@@ -328,3 +333,61 @@ def test_a_word_beside_a_large_tool_result_does_not_hide_the_task() -> None:
     prompt = summarize.prompts[-1]
     assert "Never touch vendor" in prompt and "Also add tests" in prompt
     assert "file listing\nfile listing" not in prompt.split("Also add tests")[0][-200:]
+
+
+# --------------------------------------------------------------------------- second re-review
+
+
+def _tool_steps(msgs: list[Any], first: int, n: int, word_at: int | None = None) -> None:
+    for k in range(first, first + n):
+        call = {"type": "tool_use", "id": f"t{k}", "name": "bash", "input": {"cmd": "ls"}}
+        msgs.append({"role": "assistant", "content": [call]})
+        output = {"type": "tool_result", "tool_use_id": f"t{k}", "content": "file listing\n" * 300}
+        blocks: list[Any] = [output]
+        if k == word_at:
+            blocks.append({"type": "text", "text": "Also add tests."})
+        msgs.append({"role": "user", "content": blocks})
+
+
+def test_words_alone_in_a_summary_do_not_replace_the_request_when_condensed() -> None:
+    def again(msgs: list[Any]) -> list[Any]:
+        result = compact(msgs, Recorder(), window=16_000, format="anthropic", max_summaries=2)
+        return list(result.messages)
+
+    msgs: list[Any] = [{"role": "user", "content": "Implement the parser. Never touch vendor/."}]
+    _tool_steps(msgs, 0, 20)
+    msgs = again(msgs)
+    _tool_steps(msgs, 100, 20, word_at=105)  # this summary's part holds words, no request
+    msgs = again(msgs)
+    assert carried_request("anthropic", msgs[1]) == "Later, with tool results: Also add tests."
+    _tool_steps(msgs, 200, 20)
+    msgs = again(msgs)  # condenses both
+    assert carried_request("anthropic", msgs[0]) == (
+        "Implement the parser. Never touch vendor/.\n\nLater, with tool results: Also add tests."
+    )
+
+
+def test_the_cut_reserves_the_attachments_the_summary_carries_whole() -> None:
+    text = "spec line here " * 3000  # ~10k tokens
+    spec = {
+        "type": "document",
+        "source": {"type": "text", "media_type": "text/plain", "data": text},
+    }
+    ask = {"type": "text", "text": "Implement the parser in this spec."}
+    msgs: list[Any] = [{"role": "user", "content": [ask, spec]}]
+    _tool_steps(msgs, 0, 30)
+    system = "You are careful and precise. " * 420
+    result = compact(msgs, Recorder(), window=20_000, format="anthropic", system=system)
+    assert result.fits, (result.kept, result.tokens_after)
+
+
+def test_a_summarizer_quoting_a_request_block_does_not_corrupt_the_carried_copy() -> None:
+    msgs: list[Any] = [{"role": "user", "content": "Implement the parser. Never touch vendor/."}]
+    _tool_steps(msgs, 0, 20)
+
+    def quoting(prompt: str, max_tokens: int) -> str:
+        return "## Goal\n<request>\nImplement the parser.\n</request>\n## Progress\nok"
+
+    result = compact(msgs, quoting, window=16_000, format="anthropic")
+    carried = carried_request("anthropic", result.messages[0])
+    assert carried == "Implement the parser. Never touch vendor/."

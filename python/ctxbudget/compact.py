@@ -33,7 +33,8 @@ modified; kept messages are the caller's own objects.
 - **The user's latest request** is never lost, nor the words the user sent after it beside
   tool results (Anthropic text blocks, Gemini text parts; :mod:`ctxbudget.compact_words`):
   when the summary replaces them, their text is copied into it verbatim, clipped (start and
-  end kept) to at most :data:`LATEST_REQUEST_MAX_TOKENS` and a quarter of what is replaced,
+  end kept) to at most :data:`LATEST_REQUEST_MAX_TOKENS`, a tenth of the window and a quarter
+  of what is replaced,
   and the request's attachments (images, documents, audio, files) go into the summary message
   whole, after the text.
 - **Events** (SPEC E4): every compaction emits a :class:`~ctxbudget.events.ContextEvent`
@@ -49,7 +50,14 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from ctxbudget.budget import ContextWindowBudget
-from ctxbudget.compact_words import carried_request, request_copy, said, words_message
+from ctxbudget.compact_words import (
+    carried_request,
+    is_words_only,
+    request_block,
+    request_copy,
+    said,
+    words_message,
+)
 from ctxbudget.events import ContextEvent, EventCallback, Reason, check_reason, emit
 from ctxbudget.messages import FORMATS, MessageFormatError, Part, detect_format
 from ctxbudget.prune import PruneConfig, make_budget
@@ -86,8 +94,9 @@ AsyncSummarizer = Callable[[str, int], Awaitable[str]]
 
 #: Tokens of chat framing added to the summarization prompt when checking that it fits.
 _PROMPT_FRAMING = 16
-#: Tokens a summary message adds to its text (marker line, role framing), when choosing a cut.
-_SUMMARY_FRAMING = 32
+#: Tokens a summary message adds to its text (marker line, role framing, the request copy's
+#: heading and tags), when choosing a cut.
+_SUMMARY_FRAMING = 80
 #: How far over its cap a summary is taken for one that obeyed it: ``conservative`` counts up
 #: to ~20% more than the tokenizer the summarizer stopped by.
 _CAP_SLACK = 1.25
@@ -99,7 +108,6 @@ LATEST_REQUEST_MAX_TOKENS = 2_000
 EARLIER_REQUESTS_MAX_TOKENS = 2_000
 #: Characters below which the request shown in a reduced transcript is not clipped further.
 _MIN_REQUEST_CHARS = 500
-_REQUEST_HEAD = "\n\nThe user's latest request, verbatim:\n"
 
 
 class CompactionError(RuntimeError):
@@ -302,7 +310,9 @@ class _Compaction:
             (i for i, info in enumerate(self.infos) if info.kind == "user" and not info.summary),
             default=-1,
         )
-        system, request, later, seen = 0, 0, 0, start
+        # What the copy would hold, as _latest_request builds it: the latest request (or an
+        # earlier summary's copy), the words sent after it, and its attachments whole.
+        system, request, later, attached, seen = 0, 0, 0, 0, start
         for cut in cuts:
             for i in range(seen, cut):
                 info = self.infos[i]
@@ -310,26 +320,32 @@ class _Compaction:
                     system += per_message[i]
                 elif info.kind == "user" and info.summary:
                     carried = carried_request(self.fmt, self.msgs[i])
-                    if carried is not None:
-                        request, later = estimate_tokens(carried, self.encoding), 0
+                    tokens = estimate_tokens(carried or "", self.encoding)
+                    if carried is not None and is_words_only(carried):
+                        later += tokens
+                    elif carried is not None or self._said_tokens(i)[1]:
+                        request, later, attached = tokens, 0, self._said_tokens(i)[1]
                 elif info.kind == "user":
-                    text, attached = self._said_tokens(i)
-                    request, later = text + attached, 0
+                    request, attached = self._said_tokens(i)
+                    later = 0
                 elif info.says:
                     later += self._said_tokens(i)[0]
             seen = cut
             replaced = suffix[start] - suffix[cut] - system
             copy = 0
             if cut > last_request:
-                copy = min(request + later, LATEST_REQUEST_MAX_TOKENS, replaced // 4)
-            summary = summary_max_tokens(replaced, window)
+                copy = min(request + later, self._copy_limit(replaced)) + attached
+            # The cap the summarizer gets (its transcript holds the system messages too), and
+            # what an obedient summary may still count over it.
+            summary = int(summary_max_tokens(suffix[start] - suffix[cut], window) * _CAP_SLACK)
             if suffix[cut] <= keep and fixed + system + copy + summary + suffix[cut] <= usable:
                 return cut
         return cuts[-1]
 
     def _said_tokens(self, i: int) -> tuple[int, int]:
         """Tokens of what the user wrote in message ``i`` (its text parts, not its tool
-        results), and of its attachments (what of the message is not that text)."""
+        results), and of its attachments (what of the message is not that text; for a
+        summary, whose text is not copied, the same)."""
         found = self._said.get(i)
         if found is None:
             text, attachments = said(self.fmt, self.msgs[i])
@@ -406,11 +422,14 @@ class _Compaction:
         after it, clipped by :meth:`_clip_request` (its constraints, "do not touch vendor/",
         must not depend on the summarizer's paraphrase), and its attachments whole (the
         screenshot or document the request is about: the summarizer only sees them named).
-        An earlier summary being condensed carries its copy forward."""
+        An earlier summary being condensed carries its copy forward; one that carries only
+        words (no request was in the part it summarized) adds them to the copy of an older
+        one."""
         if any(info.kind == "user" for info in self.infos[self.cut :]):
             return "", ()
         attachments: tuple[Part, ...] = ()
-        request, source = "", self.start - 1
+        request, newest = "", self.start - 1
+        carried_words: list[str] = []
         for i in range(self.cut - 1, self.start - 1, -1):
             info = self.infos[i]
             if info.kind != "user":
@@ -418,27 +437,38 @@ class _Compaction:
             text, attachments = said(self.fmt, self.msgs[i])
             if info.summary:
                 carried = carried_request(self.fmt, self.msgs[i])
+                if carried is not None and is_words_only(carried):
+                    carried_words.insert(0, carried)
+                    newest = max(newest, i)
+                    attachments = ()
+                    continue
                 if carried is None and not attachments:
                     continue
                 text = carried or ""
-            request, source = text, i
+            request, newest = text, max(newest, i)
             break
         later = [
             said(self.fmt, self.msgs[i])[0]
-            for i in range(source + 1, self.cut)
+            for i in range(newest + 1, self.cut)
             if self.infos[i].says and not self.infos[i].summary
         ]
-        request = self._clip_request(request_copy(request, later))
-        if not request.strip():
+        earlier = "\n\n".join(part for part in (request, *carried_words) if part.strip())
+        copy = self._clip_request(request_copy(earlier, later))
+        if not copy.strip():
             return "", attachments
-        return f"{_REQUEST_HEAD}<request>\n{request}\n</request>", attachments
+        return request_block(copy), attachments
+
+    def _copy_limit(self, replaced: int) -> int:
+        """The most tokens the request copy keeps: :data:`LATEST_REQUEST_MAX_TOKENS`, a tenth
+        of the window (in an 8k window, 2,000 tokens of copy left little for the rest), and a
+        quarter of the ``replaced`` tokens (the summary must still make progress)."""
+        return min(LATEST_REQUEST_MAX_TOKENS, self.budget.window // 10, replaced // 4)
 
     def _clip_request(self, request: str) -> str:
         """``request``, or its start and end with a marker between them when it is longer
-        than a quarter of what is replaced or :data:`LATEST_REQUEST_MAX_TOKENS` (the summary
-        must still make progress). Clipped, not left out: a long task ("implement this
-        spec") is the one the summarizer's paraphrase would lose most of."""
-        limit = min(LATEST_REQUEST_MAX_TOKENS, self.replaced_tokens // 4)
+        than :meth:`_copy_limit`. Clipped, not left out: a long task ("implement this spec")
+        is the one the summarizer's paraphrase would lose most of."""
+        limit = self._copy_limit(self.replaced_tokens)
         tokens = estimate_tokens(request, self.encoding)
         if tokens <= limit:
             return request

@@ -3,13 +3,13 @@
 An agent loop has one request and many tool steps; the user may add a word in the middle,
 which Anthropic and Gemini carry as text beside the tool results ("stop, use Rust instead").
 Compaction copies the latest request, and the words sent after it, into the summary verbatim
-(:func:`request_copy`), and shows them to the summarizer when the transcript is cut down
-(:func:`words_message`).
+(:func:`request_block`); a later compaction that condenses that summary carries the copy on
+(:func:`carried_request`, :func:`is_words_only`). When the transcript is cut down to fit, the
+words are shown without their tool output (:func:`words_message`).
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from ctxbudget.formats.model import Part
@@ -18,8 +18,9 @@ from ctxbudget.turns import first_text
 
 __all__ = [
     "ATTACHMENTS",
-    "REQUEST_BLOCK",
     "carried_request",
+    "is_words_only",
+    "request_block",
     "request_copy",
     "said",
     "words_message",
@@ -27,8 +28,11 @@ __all__ = [
 
 #: Part kinds of a request that a summary replacing it carries whole.
 ATTACHMENTS = frozenset({"image", "document", "audio", "file"})
-REQUEST_BLOCK = re.compile(r"\n<request>\n(.*)\n</request>\Z", re.DOTALL)
-_LATER = "\n\nLater, with tool results: "
+_HEAD = "\n\nThe user's latest request, verbatim:\n<request>\n"
+_TAIL = "\n</request>"
+#: What marks words sent beside tool results in a copy (a copy of such words alone starts
+#: with it: no request was in the part summarized; an earlier summary holds it).
+_LATER = "Later, with tool results: "
 
 
 def said(fmt: str, message: Any) -> tuple[str, tuple[Part, ...]]:
@@ -39,18 +43,32 @@ def said(fmt: str, message: Any) -> tuple[str, tuple[Part, ...]]:
     return text, tuple(p for p in normalized.parts if p.kind in ATTACHMENTS)
 
 
+def request_block(copy: str) -> str:
+    """What a summary appends to carry ``copy`` (read back by :func:`carried_request`)."""
+    return f"{_HEAD}{copy}{_TAIL}"
+
+
 def carried_request(fmt: str, summary: Any) -> str | None:
-    """The request an earlier summary copied verbatim, if it holds one."""
-    found = REQUEST_BLOCK.search(first_text(fmt, summary) or "")
-    return found.group(1) if found else None
+    """The copy an earlier summary carries, if any. Read from the last block, the one
+    compaction appended: a summarizer may quote an earlier summary's block in its text."""
+    text = first_text(fmt, summary) or ""
+    at = text.rfind(_HEAD)
+    if at < 0 or not text.endswith(_TAIL):
+        return None
+    return text[at + len(_HEAD) : len(text) - len(_TAIL)]
+
+
+def is_words_only(copy: str) -> bool:
+    """Whether a carried copy holds only words sent beside tool results, no request."""
+    return copy.startswith(_LATER)
 
 
 def request_copy(request: str, later: list[str]) -> str:
-    """The request with the words sent after it beside tool results, in order."""
-    words = [word for word in later if word.strip()]
-    if not request.strip():
-        return "\n\n".join(words)
-    return request + "".join(f"{_LATER}{word}" for word in words)
+    """The request (or an earlier copy) with the words sent after it beside tool results, in
+    order; the words alone when there is no request (marked as such, see
+    :func:`is_words_only`)."""
+    words = [f"{_LATER}{word}" for word in later if word.strip()]
+    return "\n\n".join([request, *words] if request.strip() else words)
 
 
 def words_message(fmt: str, text: str) -> dict[str, Any]:
@@ -58,6 +76,4 @@ def words_message(fmt: str, text: str) -> dict[str, Any]:
     are shown in a transcript cut down to fit (their tool output left out with the rest)."""
     if fmt == "gemini":
         return {"role": "user", "parts": [{"text": text}]}
-    if fmt == "responses":
-        return {"type": "message", "role": "user", "content": text}
     return {"role": "user", "content": text}
