@@ -674,3 +674,36 @@ def test_inspect_previews_text_the_output_cannot_encode(tmp_path: Path) -> None:
     done = run("inspect", str(path), env=ASCII_OUT)
     assert done.returncode == 0, done.stderr
     assert b"un caf\\xe9, s'il vous pla\\xeet" in done.stdout
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero")
+def test_inspect_reads_a_device_no_further_than_a_pipe() -> None:
+    # /dev/zero was read whole into memory (killed, or a MemoryError traceback): run in a
+    # child held to 1.5 GB, so that reading it again fails this test, not the machine.
+    code = (
+        "import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (3 << 29, 3 << 29));"
+        "from ctxbudget.cli import main; sys.exit(main(['inspect', '/dev/zero']))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert (done.returncode, done.stderr) == (
+        1,
+        "ctxbudget inspect: /dev/zero: not text: NUL byte at offset 0\n",
+    )
+
+
+def test_inspect_an_empty_file_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "empty.json"
+    path.write_bytes(b"\xef\xbb\xbf \n")
+    assert main(["inspect", str(path)]) == 1
+    assert "empty: expected a JSON list of messages" in capsys.readouterr().err
+
+
+def test_inspect_refuses_a_file_and_the_sample_together(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "s.json"
+    path.write_text('[{"role": "user", "content": "hi"}]')
+    assert main(["inspect", "--sample", str(path)]) == 2
+    assert "(not both)" in capsys.readouterr().err

@@ -143,6 +143,19 @@ def test_no_numbers_from_codes_characters_or_bytes() -> None:
 Expect = dict[str, Any]
 PARAPHRASES: list[tuple[str, str, Expect]] = [
     (
+        # GitHub Models / Azure AI Foundry, an HTTP 413 with code tokens_limit_reached
+        # (cline#2115, Roo-Code#3344).
+        "github-models",
+        "Request body too large for gpt-4o-mini model. Max size: 8000 tokens.",
+        {"kind": "input_overflow", "limit_tokens": 8000, "input_tokens": None},
+    ),
+    (
+        # Zhipu / z.ai, code 1261 (zeroclaw#4124).
+        "zhipu",
+        "Prompt exceeds max length",
+        {"kind": "input_overflow", "limit_tokens": None},
+    ),
+    (
         "openai-messages",
         "This model's maximum context length is 16385 tokens. However, your messages resulted"
         " in 17012 tokens. Please reduce the length of the messages.",

@@ -221,3 +221,102 @@ def test_an_error_raised_while_handling_an_overflow_is_not_one() -> None:
     except TimeoutError as timeout:
         assert timeout.__context__ is not None
         assert classify_overflow(timeout) is None
+
+
+# --------------------------------------------------------------------------- review of 2026-12-03
+
+# GitHub Models / Azure AI Foundry's per-request cap, an HTTP 413 (cline#2115, Roo-Code#3344,
+# dyad#1950): tokens, not the bytes a bare 413 means.
+GITHUB_MODELS_CAP = {
+    "error": {
+        "code": "tokens_limit_reached",
+        "message": "Request body too large for gpt-4o model. Max size: 8000 tokens.",
+        "details": "Request body too large for gpt-4o model. Max size: 8000 tokens.",
+    }
+}
+
+
+def test_github_models_cap_is_a_token_limit(loopback: LoopbackServer) -> None:
+    loopback.reply(413, GITHUB_MODELS_CAP)
+    with pytest.raises(openai.APIStatusError) as caught:
+        chat(loopback)
+    info = classify_overflow(caught.value)
+    assert info is not None
+    assert (info.kind, info.limit_tokens, info.provider) == ("input_overflow", 8000, "github")
+    alone = classify_overflow("413 " + GITHUB_MODELS_CAP["error"]["message"])
+    assert alone is not None and (alone.kind, alone.limit_tokens) == ("input_overflow", 8000)
+
+
+def test_the_guard_fits_under_the_github_models_cap(loopback: LoopbackServer) -> None:
+    from ctxbudget import ContextGuard
+
+    client = openai.OpenAI(base_url=f"{loopback.url}/v1", api_key="t", max_retries=0, timeout=10)
+    _CLIENTS.append(client)
+    history: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    for i in range(6):
+        call = {"id": f"c{i}", "type": "function", "function": {"name": "cat", "arguments": "{}"}}
+        history += [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{i}", "content": "word " * 1800},
+        ]
+    history.append({"role": "user", "content": "and now?"})
+    sent: list[int] = []
+
+    def send(request: Any) -> Any:
+        sent.append(request.input_tokens)
+        if request.input_tokens > 7000:
+            loopback.reply(413, GITHUB_MODELS_CAP)
+        else:
+            loopback.reply(200, {"id": "x", "object": "chat.completion", "created": 0,
+                                 "model": "gpt-4o", "choices": [], "usage": {
+                                     "prompt_tokens": request.input_tokens,
+                                     "completion_tokens": 1, "total_tokens": 1}})  # fmt: skip
+        return client.chat.completions.create(model="gpt-4o", **request.kwargs())
+
+    result = ContextGuard("gpt-4o").send(send, history, max_tokens=1000)
+    assert result.overflow is not None and result.overflow.limit_tokens == 8000
+    assert sent[0] > 7000 >= sent[-1]
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        {"error": {"code": "1261", "message": "Prompt exceeds max length"}},
+        "Error code: 400 - {'error': {'code': '1261', 'message': 'Prompt exceeds max length'}}",
+    ],
+)
+def test_zhipu_prompt_over_max_length_is_an_overflow(error: object) -> None:
+    # zeroclaw#4124, cc-switch#6982 (z.ai / Zhipu GLM)
+    info = classify_overflow(error)
+    assert info is not None and info.kind == "input_overflow" and info.provider == "zhipu"
+
+
+def test_openai_pythons_empty_400_is_the_low_confidence_no_body(loopback: LoopbackServer) -> None:
+    # Cerebras answers an overflow with an empty 400: openai-python says "Error code: 400".
+    loopback.reply(400, b"")
+    with pytest.raises(openai.BadRequestError) as caught:
+        chat(loopback)
+    info = classify_overflow(caught.value)
+    assert info is not None and (info.rule, info.confidence) == ("status:no body", "low")
+    assert classify_overflow(openai.BadRequestError) is None  # (not an instance)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("prompt is too long: 219_898 tokens > 200_000 maximum", (219_898, 200_000)),
+        # Forms read as no number rather than as their first group:
+        (
+            "This model's maximum context length is 128 000 tokens. However, your messages"
+            " resulted in 130 512 tokens.",
+            (None, None),
+        ),
+        ("This model's maximum context length is 128k tokens.", (None, None)),
+    ],
+)
+def test_a_number_is_never_read_as_its_first_group(
+    text: str, expected: tuple[int | None, int | None]
+) -> None:
+    info = classify_overflow(text)
+    assert info is not None
+    assert (info.input_tokens, info.limit_tokens) == expected

@@ -8,6 +8,7 @@ import contextlib
 import errno
 import os
 import signal
+import stat
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -256,7 +257,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def _inspect(args: argparse.Namespace) -> int:
     if args.sample == bool(args.file):
-        print("ctxbudget inspect: give a FILE or --sample", file=sys.stderr)
+        which = "not both" if args.sample else "one of them"
+        print(f"ctxbudget inspect: give a FILE or --sample ({which})", file=sys.stderr)
         return 2
     name = "samples/agent_session.json" if args.sample else _display(args.file)
     if args.file == "-":
@@ -270,7 +272,7 @@ def _inspect(args: argparse.Namespace) -> int:
     except _TooLong:
         print(
             f"ctxbudget inspect: {name}: more than {STREAM_LIMIT:,} bytes, the most read from a"
-            " pipe: save it to a file and inspect the file",
+            " pipe or device: save it to a file and inspect the file",
             file=sys.stderr,
         )
         return 1
@@ -288,9 +290,11 @@ def _conversation(args: argparse.Namespace) -> Conversation:
     ``count``: a body piped from ``curl`` or ``jq``)."""
     if args.sample:
         return load_conversation(_sample_paths_named("agent_session.json"), args.model)
-    if args.file != "-":
+    if args.file != "-" and stat.S_ISREG(os.stat(args.file).st_mode):
         return load_conversation(Path(args.file), args.model)
-    with _open_input("-") as file:
+    # stdin, or a pipe or device named (`<(jq ...)`, /dev/zero): read up to the limit, and
+    # refused at its first chunk when that is not text
+    with _open_input(args.file) as file:
         return parse_conversation(bytes(_read_stream(file)), args.model)
 
 

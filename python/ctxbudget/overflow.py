@@ -473,12 +473,16 @@ def _read_numbers(text: str, fields: dict[str, int]) -> dict[str, int]:
         match = pattern.search(text)
         if match is None:
             continue
-        groups = {role: value for role, value in match.groupdict().items() if value}
+        groups = {
+            role: value
+            for role, value in match.groupdict().items()
+            if value and not rules.CUT_NUMBER.match(text, match.end(role))
+        }
         if "input" in groups and "input" in found:
             continue  # keep the first input together with the parts stated beside it
         for role, value in groups.items():
             if role not in found:
-                found[role] = int(value.replace(",", "") or 0)
+                found[role] = int(value.replace(",", "").replace("_", "") or 0)
     return found
 
 
@@ -552,7 +556,8 @@ def _decide(sig: _Signals) -> OverflowInfo | None:
 
 
 def _status_heuristic(sig: _Signals, text: str) -> OverflowInfo | None:
-    if sig.status in (400, 413, None) and "no body" in text and rules.NO_BODY.search(text):
+    no_body = "no body" in text or text == "error code: 400"
+    if sig.status in (400, 413, None) and no_body and rules.NO_BODY.search(text):
         rule = "status:no body"
     elif sig.status == 413:
         rule = "status:413"

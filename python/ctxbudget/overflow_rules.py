@@ -23,7 +23,10 @@ OverflowKind = Literal["input_overflow", "combined_overflow", "request_too_large
 # ``needle`` (a plain substring the pattern cannot match without) is present: a substring
 # test costs nanoseconds, a regex search over a long message microseconds.
 
-_N: Final = "[0-9][0-9,]*"  # 42328 or 42,328; commas are dropped when read
+_N: Final = "[0-9][0-9,_]*"  # 42328, 42,328 or 42_328; commas and underscores are dropped
+#: After a number a rule read: it goes on in a form not read (``128 000``, ``128k``,
+#: ``1.200.000``), so the number read would be its first group; none is taken.
+CUT_NUMBER: Final = re.compile(r"[.][0-9]| [0-9]{3}(?![0-9])|k\b")
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +114,18 @@ WORDING_RULES: Final[tuple[_Rule, ...]] = (
         provider="fireworks",
     ),
     _rule("prompt is too long", "prompt is too long", provider="anthropic"),
+    # Zhipu / z.ai: {"error":{"code":"1261","message":"Prompt exceeds max length"}}
+    # (zeroclaw#4124, cc-switch#6982).
+    _rule("prompt exceeds max length", "prompt exceeds max length", provider="zhipu"),
+    # GitHub Models and Azure AI Foundry's per-request cap, an HTTP 413 with the code
+    # tokens_limit_reached: "Request body too large for gpt-4o model. Max size: 8000 tokens."
+    # (cline#2115, Roo-Code#3344): tokens, not bytes.
+    _rule(
+        "request body too large, max size in tokens",
+        "max size:",
+        r"request body too large for .{0,80}? model\. max size: {N} tokens",
+        provider="github",
+    ),
     _rule(
         "input is too long for requested model",
         "input is too long for",
@@ -361,9 +376,13 @@ POSITIVE_CLASSES: Final = frozenset({"ContextWindowExceededError", "ContextWindo
 # Without one of these words (or a structured positive) there is nothing to read further.
 CANDIDATE: Final = re.compile(
     r"token|context|too[ _]long|too[ _]large|length|size|exceed|limit|payload|no body|overflow"
+    r"|^error code: 400$"
 )
 # Step 6, low confidence: "400 status code (no body)" (Cerebras, Mistral through openai-node).
-NO_BODY: Final = re.compile(r"^(?:error: ?)?4(?:00|13)\s?(?:status code)?\s?\(no body\)")
+#: openai-python says so as "Error code: 400" and nothing more (its body empty).
+NO_BODY: Final = re.compile(
+    r"^(?:error: ?)?4(?:00|13)\s?(?:status code)?\s?\(no body\)|^error code: 400$"
+)
 
 # Codes stated in prose: botocore, azure-core "(code) msg\nCode: ...", .NET "ErrorCode: ...",
 # and vLLM's "(parameter=input_tokens, value=N)" suffix.
@@ -418,6 +437,7 @@ ROLE_PATTERNS: Final = _roles(
     ("token limit:", r"token limit: (?P<limit>{N})"),
     ("maximum context length", r"model with (?P<limit>{N}) maximum context length"),
     ("while limit is", r"while limit is (?P<limit>{N})"),
+    ("max size:", r"max size: (?P<limit>{N}) tokens"),
     ("range of input length", r"range of input length should be \[[0-9]+, ?(?P<limit>{N})\]"),
     ("limit for this model is", r"limit for this model is (?P<limit>{N})"),
     ("cannot exceed", r"cannot exceed (?P<limit>{N})"),

@@ -68,6 +68,8 @@ def load_conversation(path: Path, model: str | None = None) -> Conversation:
 def parse_conversation(raw: bytes, model: str | None = None) -> Conversation:
     """:func:`load_conversation` of the file's bytes ``raw`` (a conversation on stdin)."""
     text = check_text(raw)  # a binary file named by its type (BinaryContentError)
+    if not text.removeprefix("\ufeff").strip():
+        raise ValueError("empty: expected a JSON list of messages or a request body")
     try:
         data = json.loads(text.removeprefix("\ufeff"))
     except json.JSONDecodeError as err:
