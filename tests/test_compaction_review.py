@@ -20,6 +20,11 @@
   stand for the request when condensed: the older copy's request stays; the cut reserves the
   attachments a summary carries whole; a summarizer quoting a request block does not corrupt
   the carried copy.
+- (Third re-review.) A words-only copy is marked by its heading, not its first words (an
+  image-only request's summary lost the image at the next condensation; a request that
+  began with the marker brought an older task back); a copy is read back by its stated
+  length (a request quoting a summary's block was cut); Gemini words beside results whose
+  calls have no ids are copied (the flag was lost where the ids are made up).
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ import pytest
 
 from ctxbudget import ContextGuard, estimate_tokens
 from ctxbudget.compact import CompactionError, compact
-from ctxbudget.compact_words import carried_request
+from ctxbudget.compact_words import Carried, carried_request, request_block
 from ctxbudget.turns import SUMMARY_MARKER, first_text
 
 # --------------------------------------------------------------------------- helpers
@@ -359,11 +364,14 @@ def test_words_alone_in_a_summary_do_not_replace_the_request_when_condensed() ->
     msgs = again(msgs)
     _tool_steps(msgs, 100, 20, word_at=105)  # this summary's part holds words, no request
     msgs = again(msgs)
-    assert carried_request("anthropic", msgs[1]) == "Later, with tool results: Also add tests."
+    assert carried_request("anthropic", msgs[1]) == Carried(
+        "Later, with tool results: Also add tests.", words_only=True
+    )
     _tool_steps(msgs, 200, 20)
     msgs = again(msgs)  # condenses both
-    assert carried_request("anthropic", msgs[0]) == (
-        "Implement the parser. Never touch vendor/.\n\nLater, with tool results: Also add tests."
+    assert carried_request("anthropic", msgs[0]) == Carried(
+        "Implement the parser. Never touch vendor/.\n\nLater, with tool results: Also add tests.",
+        words_only=False,
     )
 
 
@@ -390,4 +398,101 @@ def test_a_summarizer_quoting_a_request_block_does_not_corrupt_the_carried_copy(
 
     result = compact(msgs, quoting, window=16_000, format="anthropic")
     carried = carried_request("anthropic", result.messages[0])
-    assert carried == "Implement the parser. Never touch vendor/."
+    assert carried == Carried("Implement the parser. Never touch vendor/.", words_only=False)
+
+
+# --------------------------------------------------------------------------- third re-review
+
+IMAGE = {
+    "type": "image",
+    "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo" * 50},
+}
+
+
+def _short_steps(msgs: list[Any], first: int, n: int, word: str | None = None) -> None:
+    for k in range(first, first + n):
+        call = {"type": "tool_use", "id": f"t{k}", "name": "bash", "input": {}}
+        msgs.append({"role": "assistant", "content": [call]})
+        blocks: list[Any] = [
+            {"type": "tool_result", "tool_use_id": f"t{k}", "content": "out\n" * 400}
+        ]
+        if word and k == first:
+            blocks.append({"type": "text", "text": word})
+        msgs.append({"role": "user", "content": blocks})
+
+
+def test_an_image_only_request_keeps_its_image_through_condensing() -> None:
+    def images(message: dict[str, Any]) -> int:
+        return sum(1 for b in message["content"] if isinstance(b, dict) and b["type"] == "image")
+
+    msgs: list[Any] = [{"role": "user", "content": [IMAGE]}]
+    _short_steps(msgs, 0, 12, "use Rust")
+    first = compact(msgs, Recorder(), window=16_000, format="anthropic", max_summaries=1)
+    assert images(first.messages[0]) == 1
+    again = list(first.messages)
+    _short_steps(again, 100, 12, "and add tests")
+    second = compact(again, Recorder(), window=16_000, format="anthropic", max_summaries=1)
+    assert images(second.messages[0]) == 1
+    carried = carried_request("anthropic", second.messages[0])
+    assert carried is not None and not carried.words_only
+    assert carried.text.endswith("use Rust\n\nLater, with tool results: and add tests")
+
+
+def test_gemini_words_beside_results_without_call_ids_are_copied() -> None:
+    msgs: list[Any] = [{"role": "user", "parts": [{"text": "Fix the parser."}]}]
+    for k in range(12):
+        parts: list[Any] = [
+            {"function_response": {"name": "bash", "response": {"r": "out\n" * 400}}}
+        ]
+        if k == 1:
+            parts.append({"text": "stop, use Rust instead"})
+        msgs += [
+            {"role": "model", "parts": [{"function_call": {"name": "bash", "args": {}}}]},
+            {"role": "user", "parts": parts},
+        ]
+    result = compact(msgs, Recorder(), window=16_000, format="gemini")
+    carried = carried_request("gemini", result.messages[0])
+    assert carried == Carried(
+        "Fix the parser.\n\nLater, with tool results: stop, use Rust instead", words_only=False
+    )
+
+
+def test_a_request_that_begins_like_the_marker_is_a_request() -> None:
+    older = request_block("OLD TASK: port to Go", words_only=False)
+    msgs: list[Any] = [
+        {"role": "user", "content": f"{SUMMARY_MARKER} level=1]\nearlier{older}"},
+        {"role": "assistant", "content": "done"},
+        {"role": "user", "content": "Later, with tool results: CI showed X. Now port to Rust."},
+    ]
+    _short_steps(msgs, 0, 12)
+    first = compact(msgs, Recorder(), window=16_000, format="anthropic", max_summaries=2)
+    again = list(first.messages)
+    _short_steps(again, 100, 12)
+    second = compact(again, Recorder(), window=16_000, format="anthropic", max_summaries=2)
+    carried = carried_request("anthropic", second.messages[0])
+    assert carried == Carried(
+        "Later, with tool results: CI showed X. Now port to Rust.", words_only=False
+    )
+
+
+def test_a_request_quoting_a_summarys_block_is_carried_whole() -> None:
+    request = (
+        "Why did ctxbudget write this?"
+        + request_block("foo", words_only=False)
+        + "\n\nThe user's latest request, verbatim:\n<request>\nbar\n</request>\nBe brief."
+    )
+    msgs: list[Any] = [{"role": "user", "content": request}]
+    _short_steps(msgs, 0, 12)
+    result = compact(msgs, Recorder(), window=16_000, format="anthropic")
+    assert carried_request("anthropic", result.messages[0]) == Carried(request, words_only=False)
+
+
+def test_a_copy_written_before_copies_stated_their_length_is_still_read() -> None:
+    def summary(copy: str) -> dict[str, Any]:
+        block = f"\n\nThe user's latest request, verbatim:\n<request>\n{copy}\n</request>"
+        return {"role": "user", "content": f"{SUMMARY_MARKER} level=1]\nearlier{block}"}
+
+    assert carried_request("anthropic", summary("Port it.")) == Carried("Port it.", False)
+    words = "Later, with tool results: stop"
+    assert carried_request("anthropic", summary(words)) == Carried(words, True)
+    assert carried_request("anthropic", {"role": "user", "content": "no block"}) is None

@@ -52,7 +52,6 @@ from typing import Any, NoReturn
 from ctxbudget.budget import ContextWindowBudget
 from ctxbudget.compact_words import (
     carried_request,
-    is_words_only,
     request_block,
     request_copy,
     said,
@@ -320,11 +319,12 @@ class _Compaction:
                     system += per_message[i]
                 elif info.kind == "user" and info.summary:
                     carried = carried_request(self.fmt, self.msgs[i])
-                    tokens = estimate_tokens(carried or "", self.encoding)
-                    if carried is not None and is_words_only(carried):
+                    text = carried.text if carried is not None else ""
+                    tokens, images = estimate_tokens(text, self.encoding), self._said_tokens(i)[1]
+                    if carried is not None and carried.words_only and not images:
                         later += tokens
-                    elif carried is not None or self._said_tokens(i)[1]:
-                        request, later, attached = tokens, 0, self._said_tokens(i)[1]
+                    elif carried is not None or images:
+                        request, later, attached = tokens, 0, images
                 elif info.kind == "user":
                     request, attached = self._said_tokens(i)
                     later = 0
@@ -428,7 +428,7 @@ class _Compaction:
         if any(info.kind == "user" for info in self.infos[self.cut :]):
             return "", ()
         attachments: tuple[Part, ...] = ()
-        request, newest = "", self.start - 1
+        request, newest, words_only = "", self.start - 1, True
         carried_words: list[str] = []
         for i in range(self.cut - 1, self.start - 1, -1):
             info = self.infos[i]
@@ -437,14 +437,17 @@ class _Compaction:
             text, attachments = said(self.fmt, self.msgs[i])
             if info.summary:
                 carried = carried_request(self.fmt, self.msgs[i])
-                if carried is not None and is_words_only(carried):
-                    carried_words.insert(0, carried)
+                if carried is not None and carried.words_only and not attachments:
+                    carried_words.insert(0, carried.text)
                     newest = max(newest, i)
-                    attachments = ()
                     continue
                 if carried is None and not attachments:
                     continue
-                text = carried or ""
+                text = carried.text if carried is not None else ""
+                # (An image-only request's summary copied words alone, with the image.)
+                words_only = carried is not None and carried.words_only and not attachments
+            else:
+                words_only = False
             request, newest = text, max(newest, i)
             break
         later = [
@@ -456,7 +459,7 @@ class _Compaction:
         copy = self._clip_request(request_copy(earlier, later))
         if not copy.strip():
             return "", attachments
-        return request_block(copy), attachments
+        return request_block(copy, words_only=words_only and not attachments), attachments
 
     def _copy_limit(self, replaced: int) -> int:
         """The most tokens the request copy keeps: :data:`LATEST_REQUEST_MAX_TOKENS`, a tenth

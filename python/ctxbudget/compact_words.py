@@ -4,12 +4,14 @@ An agent loop has one request and many tool steps; the user may add a word in th
 which Anthropic and Gemini carry as text beside the tool results ("stop, use Rust instead").
 Compaction copies the latest request, and the words sent after it, into the summary verbatim
 (:func:`request_block`); a later compaction that condenses that summary carries the copy on
-(:func:`carried_request`, :func:`is_words_only`). When the transcript is cut down to fit, the
-words are shown without their tool output (:func:`words_message`).
+(:func:`carried_request`). When the transcript is cut down to fit, the words are shown without
+their tool output (:func:`words_message`).
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from typing import Any
 
 from ctxbudget.formats.model import Part
@@ -18,8 +20,8 @@ from ctxbudget.turns import first_text
 
 __all__ = [
     "ATTACHMENTS",
+    "Carried",
     "carried_request",
-    "is_words_only",
     "request_block",
     "request_copy",
     "said",
@@ -28,11 +30,27 @@ __all__ = [
 
 #: Part kinds of a request that a summary replacing it carries whole.
 ATTACHMENTS = frozenset({"image", "document", "audio", "file"})
-_HEAD = "\n\nThe user's latest request, verbatim:\n<request>\n"
+_REQUEST = "The user's latest request"
+#: The heading of a copy of words alone: no request was in the part summarized (an earlier
+#: summary holds it).
+_WORDS = "What the user wrote later, with tool results"
+#: A copy's heading states its length: read back exactly, whatever the copy itself holds (a
+#: request quoting a summary, heading included). Blocks of earlier versions have none.
+_HEAD = re.compile(
+    rf"\n\n({re.escape(_REQUEST)}|{re.escape(_WORDS)}), verbatim(?: \(([0-9]+) characters\))?:"
+    r"\n<request>\n"
+)
 _TAIL = "\n</request>"
-#: What marks words sent beside tool results in a copy (a copy of such words alone starts
-#: with it: no request was in the part summarized; an earlier summary holds it).
+#: What marks words sent beside tool results in a copy.
 _LATER = "Later, with tool results: "
+
+
+@dataclass(frozen=True, slots=True)
+class Carried:
+    """The copy an earlier summary carries: its text, and whether it holds words alone."""
+
+    text: str
+    words_only: bool
 
 
 def said(fmt: str, message: Any) -> tuple[str, tuple[Part, ...]]:
@@ -43,24 +61,31 @@ def said(fmt: str, message: Any) -> tuple[str, tuple[Part, ...]]:
     return text, tuple(p for p in normalized.parts if p.kind in ATTACHMENTS)
 
 
-def request_block(copy: str) -> str:
+def request_block(copy: str, *, words_only: bool) -> str:
     """What a summary appends to carry ``copy`` (read back by :func:`carried_request`)."""
-    return f"{_HEAD}{copy}{_TAIL}"
+    what = _WORDS if words_only else _REQUEST
+    return f"\n\n{what}, verbatim ({len(copy)} characters):\n<request>\n{copy}{_TAIL}"
 
 
-def carried_request(fmt: str, summary: Any) -> str | None:
-    """The copy an earlier summary carries, if any. Read from the last block, the one
-    compaction appended: a summarizer may quote an earlier summary's block in its text."""
+def carried_request(fmt: str, summary: Any) -> Carried | None:
+    """The copy an earlier summary carries, if any: the block whose stated length reaches
+    the end (a summarizer may quote an earlier summary's block in its text, a request may
+    quote one in its own); of a block with no length (an earlier version's), the last."""
     text = first_text(fmt, summary) or ""
-    at = text.rfind(_HEAD)
-    if at < 0 or not text.endswith(_TAIL):
+    if not text.endswith(_TAIL):
         return None
-    return text[at + len(_HEAD) : len(text) - len(_TAIL)]
-
-
-def is_words_only(copy: str) -> bool:
-    """Whether a carried copy holds only words sent beside tool results, no request."""
-    return copy.startswith(_LATER)
+    end = len(text) - len(_TAIL)
+    legacy = None
+    for found in _HEAD.finditer(text):
+        stated = found.group(2)
+        if stated is not None and found.end() + int(stated) == end:
+            return Carried(text[found.end() : end], found.group(1) == _WORDS)
+        if stated is None:
+            legacy = found
+    if legacy is None:
+        return None
+    copy = text[legacy.end() : end]
+    return Carried(copy, copy.startswith(_LATER))
 
 
 def request_copy(request: str, later: list[str]) -> str:

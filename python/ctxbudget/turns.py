@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import repeat
 from typing import Any, Literal
 
@@ -452,16 +452,7 @@ def resolve_ids(
             elif rid in queue:
                 queue.remove(rid)
             results.append((rid, rname, slot))
-        out.append(
-            MessageInfo(
-                info.kind,
-                calls=tuple(calls),
-                results=tuple(results),
-                summary=info.summary,
-                reasoning=info.reasoning,
-                group=info.group,
-            )
-        )
+        out.append(replace(info, calls=tuple(calls), results=tuple(results)))
     return out
 
 
