@@ -20,6 +20,9 @@
   stand for the request when condensed: the older copy's request stays; the cut reserves the
   attachments a summary carries whole; a summarizer quoting a request block does not corrupt
   the carried copy.
+- (Fourth re-review.) A copy whose length changed on the way (line ends, normalization) is
+  still read; a summary carrying no copy, whose text ends as a block does, is sealed so that
+  none is read from it; a stated length of thousands of digits is no heading.
 - (Third re-review.) A words-only copy is marked by its heading, not its first words (an
   image-only request's summary lost the image at the next condensation; a request that
   began with the marker brought an older task back); a copy is read back by its stated
@@ -496,3 +499,43 @@ def test_a_copy_written_before_copies_stated_their_length_is_still_read() -> Non
     words = "Later, with tool results: stop"
     assert carried_request("anthropic", summary(words)) == Carried(words, True)
     assert carried_request("anthropic", {"role": "user", "content": "no block"}) is None
+
+
+# --------------------------------------------------------------------------- fourth re-review
+
+
+def test_a_copy_whose_line_ends_changed_is_still_read() -> None:
+    msgs: list[Any] = [{"role": "user", "content": "Fix the parser.\r\nNever touch vendor/."}]
+    _short_steps(msgs, 0, 14)
+    summary = compact(msgs, Recorder(), window=16_000, format="anthropic").messages[0]
+    text = summary["content"][0]["text"].replace("\r\n", "\n")  # a text-mode save and load
+    carried = carried_request(
+        "anthropic", {"role": "user", "content": [{"type": "text", "text": text}]}
+    )
+    assert carried == Carried("Fix the parser.\nNever touch vendor/.", words_only=False)
+
+
+def test_a_summary_ending_with_a_quoted_block_is_not_read_as_a_copy() -> None:
+    quoted = request_block("OLD TASK: port everything to Go", words_only=False)
+
+    def quoting(prompt: str, max_tokens: int) -> str:
+        return "## Goal\nThe log ended with:" + quoted
+
+    msgs: list[Any] = [{"role": "user", "content": "REAL TASK: fix the parser in C."}]
+    _short_steps(msgs, 0, 14)
+    kept = compact(msgs, Recorder(), window=16_000, format="anthropic", max_summaries=2).messages
+    _short_steps(kept, 100, 14)  # no request nor words in this part: no copy appended
+    kept = compact(kept, quoting, window=16_000, format="anthropic", max_summaries=2).messages
+    assert carried_request("anthropic", kept[1]) is None
+    _short_steps(kept, 200, 14)
+    result = compact(kept, Recorder(), window=16_000, format="anthropic", max_summaries=2)
+    assert result.level == 2
+    carried = carried_request("anthropic", result.messages[0])
+    assert carried == Carried("REAL TASK: fix the parser in C.", words_only=False)
+
+
+def test_a_stated_length_of_thousands_of_digits_is_no_heading() -> None:
+    fake = f"\n\nThe user's latest request, verbatim ({'1' * 4301} characters):\n<request>\nx"
+    text = f"{SUMMARY_MARKER} level=1]\nlog:{fake}\n</request>"
+    summary = {"role": "user", "content": text + request_block("Fix it.", words_only=False)}
+    assert carried_request("anthropic", summary) == Carried("Fix it.", words_only=False)

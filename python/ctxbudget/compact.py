@@ -55,6 +55,7 @@ from ctxbudget.compact_words import (
     request_block,
     request_copy,
     said,
+    sealed,
     words_message,
 )
 from ctxbudget.events import ContextEvent, EventCallback, Reason, check_reason, emit
@@ -659,7 +660,9 @@ class _Compaction:
         except UnicodeEncodeError as e:  # a lone surrogate: no provider would accept it
             self.fail(f"the summarizer returned text that is not valid Unicode: {e}", e)
         request, attachments = self._latest_request()
-        message = summary_message(self.fmt, text + request, self.level, attachments)
+        message = summary_message(
+            self.fmt, (text + request) if request else sealed(text), self.level, attachments
+        )
         scratch = RequestEstimator(
             self.model, encoding=self.encoding, counter=self.counter, format=self.fmt
         )

@@ -25,6 +25,7 @@ __all__ = [
     "request_block",
     "request_copy",
     "said",
+    "sealed",
     "words_message",
 ]
 
@@ -37,8 +38,8 @@ _WORDS = "What the user wrote later, with tool results"
 #: A copy's heading states its length: read back exactly, whatever the copy itself holds (a
 #: request quoting a summary, heading included). Blocks of earlier versions have none.
 _HEAD = re.compile(
-    rf"\n\n({re.escape(_REQUEST)}|{re.escape(_WORDS)}), verbatim(?: \(([0-9]+) characters\))?:"
-    r"\n<request>\n"
+    rf"\n\n({re.escape(_REQUEST)}|{re.escape(_WORDS)}), verbatim"
+    r"(?: \(([0-9]{1,9}) characters\))?:\n<request>\n"
 )
 _TAIL = "\n</request>"
 #: What marks words sent beside tool results in a copy.
@@ -70,22 +71,30 @@ def request_block(copy: str, *, words_only: bool) -> str:
 def carried_request(fmt: str, summary: Any) -> Carried | None:
     """The copy an earlier summary carries, if any: the block whose stated length reaches
     the end (a summarizer may quote an earlier summary's block in its text, a request may
-    quote one in its own); of a block with no length (an earlier version's), the last."""
+    quote one in its own); else the last block (one written before copies stated their
+    length, or a copy whose length changed since: line ends or Unicode normalized on the
+    way)."""
     text = first_text(fmt, summary) or ""
     if not text.endswith(_TAIL):
         return None
     end = len(text) - len(_TAIL)
-    legacy = None
+    last = None
     for found in _HEAD.finditer(text):
         stated = found.group(2)
         if stated is not None and found.end() + int(stated) == end:
             return Carried(text[found.end() : end], found.group(1) == _WORDS)
-        if stated is None:
-            legacy = found
-    if legacy is None:
+        last = found
+    if last is None:
         return None
-    copy = text[legacy.end() : end]
-    return Carried(copy, copy.startswith(_LATER))
+    copy = text[last.end() : end]
+    words_only = last.group(1) == _WORDS or (last.group(2) is None and copy.startswith(_LATER))
+    return Carried(copy, words_only)
+
+
+def sealed(summary: str) -> str:
+    """A summary's text that carries no copy, made so that none is read from it: a text
+    ending as a block does (a summarizer quoting one from a tool output) gets a last line."""
+    return f"{summary}\n\n(End of summary.)" if summary.endswith(_TAIL.lstrip("\n")) else summary
 
 
 def request_copy(request: str, later: list[str]) -> str:
