@@ -10,6 +10,9 @@
 - Gemini audio is at most what its bytes can hold (no codec Gemini reads goes below 8 kbps,
   bar FLAC's near-silence) and at most 9.5 hours; video is about 300 tokens a second at the
   default media resolution, 100 at low (ai.google.dev/gemini-api/docs/video-understanding).
+- (2026-12-03) A JPEG's frame header past its first 64 KB (a large ICC profile) and base64
+  wrapped in lines give the image's size (it was unknown: under-counted for Gemini 2.x); an
+  exact counter's counts are not scaled by the profile's fitted factors.
 - Gemini 3 PDFs take the page's media resolution (280 / 560 / 1120 a page).
 """
 
@@ -221,3 +224,50 @@ def test_random_bytes_after_a_signature_never_raise_nor_cost_absurdly(
                 tokens, _ = media_tokens(Part(kind, data=given, media_type=mime), rule, len)
                 # the largest: an unknown gpt-4o-mini image, or 10 unread pages of 3,000
                 assert 0 < tokens <= max(UNKNOWN_IMAGE_TOKENS.values()), (rule, data[:40])
+
+
+# --------------------------------------------------------------------------- review of 2026-12-03
+
+
+def _gemini_image(data: str, mime: str) -> int:
+    messages = [{"role": "user", "parts": [{"inline_data": {"mime_type": mime, "data": data}}]}]
+    estimate = estimate_request(messages, model="gemini-2.5-flash", format="gemini")
+    return estimate.components.attachments
+
+
+def _jpeg(width: int, height: int, profile_bytes: int) -> bytes:
+    """A JPEG's header: an ICC profile in APP2 segments before its frame header (SOF0)."""
+    out = bytearray(b"\xff\xd8")
+    left = profile_bytes
+    while left > 0:
+        part = min(left, 65_000)
+        out += b"\xff\xe2" + struct.pack(">H", part + 2) + bytes(part)
+        left -= part
+    out += b"\xff\xc0" + struct.pack(">HBHHB", 17, 8, height, width, 3) + bytes(9)
+    return bytes(out + b"\xff\xda\x00\x0c" + bytes(10) + b"\xff\xd9")
+
+
+def test_a_jpeg_frame_header_past_the_first_64_kb_is_read() -> None:
+    # A 200 KB ICC profile before the frame header: the size was unknown, and Gemini 2.x's
+    # unknown-size cost (1,120) is under what this 3000 x 2000 image costs (258 x 4 x 3).
+    jpeg = _jpeg(3000, 2000, 200_000)
+    assert _gemini_image(base64.b64encode(jpeg).decode(), "image/jpeg") == 3_096
+    assert image_size(jpeg) == (3000, 2000)  # (the whole bytes always read)
+
+
+def test_base64_wrapped_in_lines_is_read() -> None:
+    png = b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + struct.pack(">II", 3000, 3000)
+    png += b"\x08\x02\x00\x00\x00" + bytes(100_000)
+    plain = base64.b64encode(png).decode()
+    assert _gemini_image(plain, "image/png") == 4_128
+    assert _gemini_image(base64.encodebytes(png).decode(), "image/png") == 4_128
+    assert _gemini_image(" " + plain, "image/png") == 4_128
+
+
+def test_an_exact_counter_is_not_scaled_by_the_profiles_fitted_factors() -> None:
+    # DeepSeek's factors scale o200k estimates toward its tokenizer; its own count is exact.
+    def words(text: str) -> int:
+        return len(text.split())
+
+    message = [{"role": "user", "content": " ".join(["w"] * 1000)}]
+    assert estimate_request(message, model="deepseek-chat", counter=words).conversation == 1000

@@ -167,6 +167,9 @@ class TokenCounter:
         them), now or after the counter is made, are ignored: while the tokenizer has either
         on, the counter encodes with a copy that has both turned off, so a long text is not cut
         to ``max_length`` and a short one is not padded. ``tokenizer`` itself is not changed.
+        The copy is made again when tokens are added to the tokenizer, not when its normalizer,
+        pre-tokenizer or model is replaced (make a new counter then). Special tokens the
+        tokenizer adds around a text (BOS, EOS) are not counted.
         """
         if not callable(getattr(tokenizer, "encode", None)):
             raise TypeError(f"expected a tokenizers.Tokenizer, not {type(tokenizer).__name__}")

@@ -323,14 +323,57 @@ def _provider(rule: str) -> str:
 
 
 def _head_bytes(data: str | bytes, limit: int = 65_536) -> bytes:
+    """The first ``limit`` bytes (about) of raw or base64 data. Base64 wrapped in lines
+    (``base64.encodebytes``, ``openssl base64``) or led by a space is read as well: the
+    whitespace goes before the text is cut to whole 4-character groups."""
     if isinstance(data, bytes):
         return data[:limit]
     chunk = data[: limit // 3 * 4]
+    if any(space in chunk for space in "\n\r \t"):
+        chunk = "".join(chunk.split())
     chunk = chunk[: len(chunk) - len(chunk) % 4]
     try:
         return base64.b64decode(chunk, validate=False)
     except ValueError:
         return b""
+
+
+def _bytes_at(data: str | bytes, offset: int, size: int) -> bytes:
+    """``size`` bytes of raw or (unwrapped) base64 data from ``offset``; fewer at its end."""
+    if isinstance(data, bytes):
+        return data[offset : offset + size]
+    start = offset // 3 * 4
+    chunk = data[start : start + (size + offset % 3 + 2) // 3 * 4]
+    try:
+        raw = base64.b64decode(chunk[: len(chunk) - len(chunk) % 4], validate=False)
+    except ValueError:
+        return b""
+    return raw[offset % 3 : offset % 3 + size]
+
+
+#: Most JPEG segments walked to find the frame's size (a real file has a dozen or so).
+_JPEG_MAX_SEGMENTS = 1_000
+
+
+def _jpeg_size(data: str | bytes) -> tuple[int, int] | None:
+    """A JPEG's width and height, found by walking its segments by their lengths: reading a
+    few bytes a segment, where the size sits past the first 64 KB (a large ICC profile or
+    thumbnail before the frame header). Base64 only when it is not wrapped in lines."""
+    at = 2
+    for _ in range(_JPEG_MAX_SEGMENTS):
+        head = _bytes_at(data, at, 9)
+        if len(head) < 4 or head[0] != 0xFF:
+            return None
+        marker, length = head[1], int.from_bytes(head[2:4], "big")
+        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+            if len(head) < 9:
+                return None
+            h, w = struct.unpack(">HH", head[5:9])
+            return int(w), int(h)
+        if marker == 0xDA or length < 2:  # the scan starts: no frame header before it
+            return None
+        at += 2 + length
+    return None
 
 
 #: Largest width or height a PNG may declare (the PNG specification, IHDR: "zero is an invalid
@@ -380,6 +423,15 @@ def image_size(data: bytes) -> tuple[int, int] | None:
                 return int(w), int(h)
             i += 2 + length
     return None
+
+
+def _image_size(data: str | bytes) -> tuple[int, int] | None:
+    """:func:`image_size` of raw or base64 image data, a JPEG's read past its first 64 KB."""
+    head = _head_bytes(data)
+    size = image_size(head)
+    if size is None and head[:2] == b"\xff\xd8":
+        size = _jpeg_size(data)
+    return size
 
 
 # --------------------------------------------------------------------------- PDF pages
@@ -596,7 +648,7 @@ def media_tokens(part: Part, rule: str, count: Counter) -> tuple[int, bool]:
             if isinstance(resolution, int):
                 return resolution, True
             detail = resolution
-        size = image_size(_head_bytes(part.data)) if part.data is not None else None
+        size = _image_size(part.data) if part.data is not None else None
         if size is None:  # exact only if the rule's cost does not depend on the size
             tokens = image_tokens(None, None, rule, detail)
             return tokens, tokens == image_tokens(1, 1, rule, detail)

@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from itertools import repeat
 from typing import Any
@@ -232,6 +232,10 @@ class RequestEstimator:
         self._exact_text = False
         if counter is not None:
             self._counter_fn, self._exact_text = _as_counter(counter)
+        if self._exact_text and profile is None:
+            # The profile's text and argument factors were fitted to the encoding's estimates
+            # of what the model's tokenizer counts: the caller's counter is that count.
+            self.profile = replace(self.profile, text_factor=1.0, args_factor=1.0)
         self._lock = threading.RLock()
         # Per-message counts and the count of invalidations, shared by share_counts().
         self._by_id: dict[int, tuple[Any, tuple[Any, ...], _Weighed]] = {}
