@@ -20,9 +20,10 @@
   stand for the request when condensed: the older copy's request stays; the cut reserves the
   attachments a summary carries whole; a summarizer quoting a request block does not corrupt
   the carried copy.
-- (Fourth re-review.) A copy whose length changed on the way (line ends, normalization) is
-  still read; a summary carrying no copy, whose text ends as a block does, is sealed so that
-  none is read from it; a stated length of thousands of digits is no heading.
+- (Fourth and fifth re-reviews.) A copy whose length changed on the way (line ends turned
+  to LF or to CRLF) is still read, a block quoted inside the request not taken for it; a
+  summary carrying no copy, whose text ends as a block does, is sealed so that none is read
+  from it; a stated length of thousands of digits is no heading.
 - (Third re-review.) A words-only copy is marked by its heading, not its first words (an
   image-only request's summary lost the image at the next condensation; a request that
   began with the marker brought an older task back); a copy is read back by its stated
@@ -539,3 +540,34 @@ def test_a_stated_length_of_thousands_of_digits_is_no_heading() -> None:
     text = f"{SUMMARY_MARKER} level=1]\nlog:{fake}\n</request>"
     summary = {"role": "user", "content": text + request_block("Fix it.", words_only=False)}
     assert carried_request("anthropic", summary) == Carried("Fix it.", words_only=False)
+
+
+# --------------------------------------------------------------------------- fifth re-review
+
+
+def _summary_text(result_messages: list[Any]) -> str:
+    return str(result_messages[0]["content"][0]["text"])
+
+
+def _as_summary(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": [{"type": "text", "text": text}]}
+
+
+def test_a_request_quoting_a_block_is_read_whole_after_its_line_ends_changed() -> None:
+    pasted = "Summary:\r\n" + request_block("OLD TASK: port to Go", words_only=False)
+    request = "Fix compact_words.py.\r\nNever touch vendor/.\r\nIt lost my task:\r\n" + pasted
+    msgs: list[Any] = [{"role": "user", "content": request}]
+    _short_steps(msgs, 0, 14)
+    result = compact(msgs, Recorder(), window=16_000, format="anthropic")
+    text = _summary_text(result.messages).replace("\r\n", "\n")
+    carried = carried_request("anthropic", _as_summary(text))
+    assert carried == Carried(request.replace("\r\n", "\n"), words_only=False)
+
+
+def test_a_summary_whose_line_ends_became_crlf_still_carries_its_copy() -> None:
+    msgs: list[Any] = [{"role": "user", "content": "Fix the parser.\nNever touch vendor/."}]
+    _short_steps(msgs, 0, 14)
+    result = compact(msgs, Recorder(), window=16_000, format="anthropic")
+    text = _summary_text(result.messages).replace("\n", "\r\n")  # (git's autocrlf, say)
+    carried = carried_request("anthropic", _as_summary(text))
+    assert carried == Carried("Fix the parser.\r\nNever touch vendor/.", words_only=False)

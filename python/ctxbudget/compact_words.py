@@ -38,10 +38,12 @@ _WORDS = "What the user wrote later, with tool results"
 #: A copy's heading states its length: read back exactly, whatever the copy itself holds (a
 #: request quoting a summary, heading included). Blocks of earlier versions have none.
 _HEAD = re.compile(
-    rf"\n\n({re.escape(_REQUEST)}|{re.escape(_WORDS)}), verbatim"
-    r"(?: \(([0-9]{1,9}) characters\))?:\n<request>\n"
+    rf"\r?\n\r?\n({re.escape(_REQUEST)}|{re.escape(_WORDS)}), verbatim"
+    r"(?: \(([0-9]{1,9}) characters\))?:\r?\n<request>\r?\n"
 )
 _TAIL = "\n</request>"
+#: The end of a block, its line end as written or turned into CRLF on the way.
+_END = re.compile(r"\r?\n</request>\Z")
 #: What marks words sent beside tool results in a copy.
 _LATER = "Later, with tool results: "
 
@@ -71,24 +73,35 @@ def request_block(copy: str, *, words_only: bool) -> str:
 def carried_request(fmt: str, summary: Any) -> Carried | None:
     """The copy an earlier summary carries, if any: the block whose stated length reaches
     the end (a summarizer may quote an earlier summary's block in its text, a request may
-    quote one in its own); else the last block (one written before copies stated their
-    length, or a copy whose length changed since: line ends or Unicode normalized on the
-    way)."""
+    quote one in its own). When none does, the copy's line ends were changed on the way
+    (CRLF to LF, or back), which moves its length by at most one a line: the first block
+    whose stated length is that near the end; else the last block (one written before copies
+    stated their length)."""
     text = first_text(fmt, summary) or ""
-    if not text.endswith(_TAIL):
+    tail = _END.search(text)
+    if tail is None:
         return None
-    end = len(text) - len(_TAIL)
-    last = None
+    end = tail.start()
+    breaks = text.count("\n", 0, end)  # line breaks before the end not yet passed
+    near = last = None
+    seen = 0
     for found in _HEAD.finditer(text):
+        breaks -= text.count("\n", seen, found.end())
+        seen = found.end()
         stated = found.group(2)
-        if stated is not None and found.end() + int(stated) == end:
-            return Carried(text[found.end() : end], found.group(1) == _WORDS)
+        if stated is not None:
+            off = abs(found.end() + int(stated) - end)
+            if off == 0:
+                return Carried(text[found.end() : end], found.group(1) == _WORDS)
+            if near is None and off <= breaks:
+                near = found
         last = found
-    if last is None:
+    chosen = near or last
+    if chosen is None:
         return None
-    copy = text[last.end() : end]
-    words_only = last.group(1) == _WORDS or (last.group(2) is None and copy.startswith(_LATER))
-    return Carried(copy, words_only)
+    copy = text[chosen.end() : end]
+    words = chosen.group(1) == _WORDS or (chosen.group(2) is None and copy.startswith(_LATER))
+    return Carried(copy, words)
 
 
 def sealed(summary: str) -> str:
