@@ -271,3 +271,40 @@ def test_an_exact_counter_is_not_scaled_by_the_profiles_fitted_factors() -> None
 
     message = [{"role": "user", "content": " ".join(["w"] * 1000)}]
     assert estimate_request(message, model="deepseek-chat", counter=words).conversation == 1000
+
+
+def _jpeg_with_fill(width: int, height: int, profile_bytes: int) -> bytes:
+    """:func:`_jpeg` with 0xFF fill bytes and a restart marker before the frame header."""
+    jpeg = _jpeg(width, height, profile_bytes)
+    at = jpeg.index(b"\xff\xc0")
+    return jpeg[:at] + b"\xff\xff\xff\xd0" + jpeg[at:]
+
+
+def test_fill_bytes_and_bare_markers_before_a_late_frame_header_are_passed() -> None:
+    jpeg = _jpeg_with_fill(3000, 2000, 200_000)
+    assert image_size(jpeg) == (3000, 2000)
+    assert _gemini_image(base64.b64encode(jpeg).decode(), "image/jpeg") == 3_096
+
+
+def test_a_late_jpeg_frame_header_in_wrapped_base64_is_read_at_the_right_bytes() -> None:
+    jpeg = _jpeg(3000, 2000, 200_000)
+    for wrapped in (base64.encodebytes(jpeg).decode(), "    " + base64.b64encode(jpeg).decode()):
+        assert _gemini_image(wrapped, "image/jpeg") == 3_096
+
+
+def test_a_jpeg_height_left_to_a_later_marker_is_an_unknown_size() -> None:
+    assert image_size(_jpeg(3000, 0, 0)) is None
+
+
+def test_a_counter_of_the_estimators_own_encoding_keeps_the_fitted_factors() -> None:
+    # DeepSeek's factors turn o200k counts toward DeepSeek's tokenizer: an exact o200k
+    # counter (tiktoken's o200k_base, named so) is what they were fitted on.
+    from ctxbudget.counting import TokenCounter
+    from ctxbudget.framing import PROFILES
+
+    message = [{"role": "user", "content": " ".join(["w"] * 1000)}]
+    o200k = TokenCounter.from_callable(lambda text: len(text.split()), name="o200k_base")
+    words = TokenCounter.from_callable(lambda text: len(text.split()), name="deepseek-v4")
+    scaled = estimate_request(message, model="deepseek-chat", counter=o200k).conversation
+    assert scaled == round(1000 * PROFILES["deepseek"].text_factor) != 1000
+    assert estimate_request(message, model="deepseek-chat", counter=words).conversation == 1000

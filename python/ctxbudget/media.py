@@ -358,18 +358,30 @@ _JPEG_MAX_SEGMENTS = 1_000
 def _jpeg_size(data: str | bytes) -> tuple[int, int] | None:
     """A JPEG's width and height, found by walking its segments by their lengths: reading a
     few bytes a segment, where the size sits past the first 64 KB (a large ICC profile or
-    thumbnail before the frame header). Base64 only when it is not wrapped in lines."""
+    thumbnail before the frame header). Base64 wrapped in lines is unwrapped first (offsets
+    into it would read the wrong bytes)."""
+    if isinstance(data, str) and any(space in data for space in "\n\r \t"):
+        data = "".join(data.split())
     at = 2
     for _ in range(_JPEG_MAX_SEGMENTS):
         head = _bytes_at(data, at, 9)
-        if len(head) < 4 or head[0] != 0xFF:
+        if len(head) < 2 or head[0] != 0xFF:
             return None
-        marker, length = head[1], int.from_bytes(head[2:4], "big")
+        marker = head[1]
+        if marker == 0xFF:  # a fill byte
+            at += 1
+            continue
+        if marker == 0x01 or 0xD0 <= marker <= 0xD7:  # a marker without a length
+            at += 2
+            continue
+        if len(head) < 4:
+            return None
+        length = int.from_bytes(head[2:4], "big")
         if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
             if len(head) < 9:
                 return None
             h, w = struct.unpack(">HH", head[5:9])
-            return int(w), int(h)
+            return (int(w), int(h)) if w and h else None  # (a height of 0: set later, DNL)
         if marker == 0xDA or length < 2:  # the scan starts: no frame header before it
             return None
         at += 2 + length
@@ -420,7 +432,7 @@ def image_size(data: bytes) -> tuple[int, int] | None:
             length = int.from_bytes(data[i + 2 : i + 4], "big")
             if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
                 h, w = struct.unpack(">HH", data[i + 5 : i + 9])
-                return int(w), int(h)
+                return (int(w), int(h)) if w and h else None
             i += 2 + length
     return None
 

@@ -232,9 +232,14 @@ class RequestEstimator:
         self._exact_text = False
         if counter is not None:
             self._counter_fn, self._exact_text = _as_counter(counter)
-        if self._exact_text and profile is None:
+        if (
+            self._exact_text
+            and profile is None
+            and not _counts_the_encoding(counter, self.encoding)
+        ):
             # The profile's text and argument factors were fitted to the encoding's estimates
-            # of what the model's tokenizer counts: the caller's counter is that count.
+            # of what the model's tokenizer counts: the caller's counter is that count (unless
+            # it is the encoding itself, a tiktoken o200k for DeepSeek's o200k-fitted factors).
             self.profile = replace(self.profile, text_factor=1.0, args_factor=1.0)
         self._lock = threading.RLock()
         # Per-message counts and the count of invalidations, shared by share_counts().
@@ -790,6 +795,13 @@ def _normalize_one(m: Any, index: int, fmt: str) -> tuple[Message]:
             str(exc).split(": ", 1)[1] if ": " in str(exc) else str(exc), index, exc.field, fmt
         ) from None
     return (message,)
+
+
+def _counts_the_encoding(counter: Any, encoding: str) -> bool:
+    """Whether an exact ``counter`` is the real tokenizer of our estimator's ``encoding`` (a
+    ``tiktoken`` ``o200k_base``, or a counter named so), not the model's own."""
+    name = getattr(counter, "name", None)
+    return isinstance(name, str) and name.lower().startswith(encoding.lower())
 
 
 def estimate_request(
