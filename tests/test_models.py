@@ -264,6 +264,7 @@ def test_docstring_examples() -> None:
         ("deepseek-v3.3", "deepseek-v3"),
         ("gemini-3.9-flash", "gemini-3"),
         ("llama-3.1.2", "llama-3.1"),
+        ("gpt-4.1.5", "gpt-4"),  # not GPT-4's 8k either
     ],
 )
 def test_a_later_version_is_not_the_older_model(name: str, older: str) -> None:

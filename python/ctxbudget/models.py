@@ -511,7 +511,7 @@ class ModelRegistry:
 #: After a name ending in a version number: one or two more digits standing alone (``-6``,
 #: ``.5``), a later version of the model, not a date, snapshot (``-0613``) or size (``-8b``,
 #: Ollama's ``deepseek-r1:1.5b``).
-_NEXT_VERSION = re.compile(r"[-.]\d{1,2}(?![a-z0-9]|\.\d)")
+_NEXT_VERSION = re.compile(r"[-.]\d{1,2}(?![a-z0-9]|\.\d+[a-z])")
 
 
 def _extends(key: str, prefix: str) -> bool:
