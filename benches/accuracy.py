@@ -24,7 +24,7 @@ import numpy as np
 from ctxbudget.tokens import estimate_batch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from corpus_dir import CorpusError, read_corpus
+from corpus_dir import loaded, read_corpus
 
 #: (our encoding, quicktok encoding)
 ORACLES = (
@@ -169,13 +169,8 @@ def main() -> int:
     ap.add_argument("--corpus", type=Path, help="DIR/<class>/*.txt (default: the eval split)")
     ap.add_argument("--json", action="store_true", help="machine-readable output")
     a = ap.parse_args()
-    try:
-        docs = load_dir(a.corpus) if a.corpus else load_eval_split()
-    except CorpusError as exc:
-        print(exc, file=sys.stderr)
-        return 2
-    if not docs:
-        print(f"no non-empty DIR/<class>/*.txt files under {a.corpus}", file=sys.stderr)
+    docs = loaded(lambda: load_dir(a.corpus) if a.corpus else load_eval_split(), a.corpus)
+    if docs is None:
         return 2
     res = evaluate(docs)
     res["misses"] = verdict(res)

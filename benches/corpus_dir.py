@@ -6,7 +6,12 @@ as UTF-8 text stops the run with its path and the reason, not a traceback.
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable, Sized
 from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T", bound=Sized)
 
 
 class CorpusError(Exception):
@@ -33,3 +38,17 @@ def read_corpus(root: Path) -> list[tuple[str, str, str]]:
                 raise CorpusError(f"{path}: {exc.strerror or exc}") from exc
             docs.append((cls_dir.name, f"{cls_dir.name}/{path.name}", text))
     return docs
+
+
+def loaded(load: Callable[[], T], where: Path | None) -> T | None:
+    """``load()``, or ``None`` when it raised :class:`CorpusError` or found no non-empty file
+    (said on stderr: the command then exits with 2)."""
+    try:
+        found = load()
+    except CorpusError as exc:
+        print(exc, file=sys.stderr)
+        return None
+    if not found:
+        print(f"no non-empty DIR/<class>/*.txt files under {where}", file=sys.stderr)
+        return None
+    return found

@@ -33,7 +33,7 @@ from ctxbudget import estimate_tokens, validate_text
 from ctxbudget.tokens import estimate_batch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from corpus_dir import CorpusError, read_corpus
+from corpus_dir import loaded, read_corpus
 
 #: o200k_base's pre-tokenizer pattern (as in tiktoken).
 O200K_PATTERN = "|".join(
@@ -248,13 +248,8 @@ def main() -> int:
     if a.small:
         small(a.repeat)
         return 0
-    try:
-        texts = classes(a.corpus)
-    except CorpusError as exc:
-        print(exc, file=sys.stderr)
-        return 2
-    if not texts:
-        print(f"no non-empty DIR/<class>/*.txt files under {a.corpus}", file=sys.stderr)
+    texts = loaded(lambda: classes(a.corpus), a.corpus)
+    if texts is None:
         return 2
     if a.batch:
         batch(texts, a.repeat)

@@ -34,9 +34,8 @@ modified; kept messages are the caller's own objects.
   tool results (Anthropic text blocks, Gemini text parts; :mod:`ctxbudget.compact_words`):
   when the summary replaces them, their text is copied into it verbatim, clipped (start and
   end kept) to at most :data:`LATEST_REQUEST_MAX_TOKENS`, a tenth of the window and a quarter
-  of what is replaced,
-  and the request's attachments (images, documents, audio, files) go into the summary message
-  whole, after the text.
+  of what is replaced, and the request's attachments (images, documents, audio, files) go
+  into the summary message whole, after the text.
 - **Events** (SPEC E4): every compaction emits a :class:`~ctxbudget.events.ContextEvent`
   (logger ``ctxbudget.compact``, and ``on_event``); a failed one logs a warning.
 """
