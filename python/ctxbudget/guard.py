@@ -34,6 +34,7 @@ Sync (:meth:`ContextGuard.send`) and async (:meth:`ContextGuard.asend`) share on
 
 from __future__ import annotations
 
+import copy
 import inspect
 import logging
 import math
@@ -327,6 +328,7 @@ class ContextGuard:
         )
         self.encoding = self._pruner.encoding
         self.tracker: CalibrationTracker | None
+        self._own_tracker = not isinstance(calibration, CalibrationTracker) and bool(calibration)
         if isinstance(calibration, CalibrationTracker):
             self.tracker = calibration
         elif calibration:
@@ -369,6 +371,58 @@ class ContextGuard:
             self._pairing = GrowingPairing()
             self._fits_seen = SeenFits()
             self._candidates = StubCandidates(self.encoding, self.config)
+
+    # -- copies and pickles
+
+    def __getstate__(self) -> dict[str, Any]:
+        """What rebuilds this guard and what it learned: its settings (the callables too: a
+        pickle needs them picklable, module-level functions), the format it found, the
+        calibration, the summary it sends in place of older messages, the stubs the provider
+        accepted, a limit the provider stated. Not what it read of the messages (kept per
+        message object): an unpickled guard, or a copy, reads the next history afresh, once;
+        the summary and the stubs apply to messages equal to those they were made of.
+
+        A copy (``copy.copy``) learns on apart from this guard: its own tracker, a copy of
+        this one's, unless the tracker was given (``calibration=tracker``), which the copy
+        shares, under a key of its own (its first estimate is not anchored)."""
+        with self._lock:
+            return {
+                "args": {
+                    "model": self.model,
+                    "budget": self.budget,
+                    "summarize": self.summarize,
+                    "format": self._pruner.format,
+                    "prune": self.config,
+                    "calibration": self.tracker if self.tracker is not None else False,
+                    "usage": self._usage,
+                    "keep_tokens": self._keep_tokens,
+                    "on_event": self.on_event,
+                    **self._estimator_args,
+                },
+                "own_tracker": self._own_tracker,
+                "conversation": self._conversation,
+                "ratio": self._ratio,
+                "limit": self._limit,
+                "memory": copy.copy(self._memory),
+                "sticky": copy.copy(self._sticky),
+            }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(**state["args"])  # type: ignore[misc]
+        self._own_tracker = state["own_tracker"]
+        self._conversation = state["conversation"]
+        self._ratio, self._limit = state["ratio"], state["limit"]
+        self._memory, self._sticky = state["memory"], state["sticky"]
+
+    def __copy__(self) -> ContextGuard:
+        state = self.__getstate__()
+        if state["own_tracker"] and self.tracker is not None:
+            state["args"]["calibration"] = copy.copy(self.tracker)
+        elif self.tracker is not None:
+            state["conversation"] = object()  # a shared tracker: anchors of its own
+        new = type(self).__new__(type(self))
+        new.__setstate__(state)
+        return new
 
     # -- the two drivers
 

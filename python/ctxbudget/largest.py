@@ -165,6 +165,8 @@ class StickyStubs:
         # message is recorded against the stubbed copy the view held)
         self._origin: dict[int, tuple[Any, Any]] = {}
         self._at: dict[int, int] = {}  # id(message) -> where it was in the last view
+        # (message, slot -> stub) of a copy or an unpickled state, not yet found in a view
+        self._loose: list[tuple[Any, dict[int, str]]] = []
 
     def remember(self, fmt: str, made: Sequence[tuple[Any, int, str]]) -> None:
         """Add the ``(message, slot, stub)`` of results stubbed in an accepted request."""
@@ -184,6 +186,8 @@ class StickyStubs:
     def apply(self, fmt: str, view: list[Any]) -> list[Any]:
         """``view`` with the remembered stubs in place (``view`` itself when none apply);
         forgets those whose message left or changed."""
+        if self._loose:
+            self._bind(fmt, view)
         if not self._by_id:
             return view
         found = self._find(view)
@@ -198,6 +202,26 @@ class StickyStubs:
         self._origin = {id(v[3]): (v[3], v[0]) for v in kept.values()}
         self._at = {key: found[key] for key in kept}
         return in_history_type(out, view) if kept else view
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The stubs kept, each with the message it stands for (a copy of the state holds those
+        messages, unpickled as other objects): the next :meth:`apply` finds each message in its
+        view, the same object or an equal one, and keeps the stubs of those it found."""
+        kept = [(v[0], dict(v[2])) for v in self._by_id.values()]
+        return {"loose": kept + [(m, dict(slots)) for m, slots in self._loose]}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__()  # type: ignore[misc]
+        self._loose = list(state["loose"])
+
+    def _bind(self, fmt: str, view: list[Any]) -> None:
+        """Remember the loose stubs again for the messages of ``view`` they stand for."""
+        loose, self._loose = self._loose, []
+        for original, slots in loose:
+            for m in view:
+                if m is original or (id(m) not in self._by_id and _equal(m, original)):
+                    self.remember(fmt, [(m, slot, stub) for slot, stub in slots.items()])
+                    break
 
     def _find(self, view: list[Any]) -> dict[int, int]:
         """id -> index in ``view`` of the remembered messages it holds: where they were
@@ -216,6 +240,14 @@ class StickyStubs:
             for i, m in enumerate(view)
             if id(m) in self._by_id and self._by_id[id(m)][0] is m
         }
+
+
+def _equal(a: Any, b: Any) -> bool:
+    """``a == b``, false when comparing them raised (objects of a caller's own)."""
+    try:
+        return bool(a == b)
+    except Exception:
+        return False
 
 
 def _resolved(fmt: str, infos: Sequence[MessageInfo]) -> list[MessageInfo]:

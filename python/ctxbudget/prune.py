@@ -320,6 +320,7 @@ class Pruner:
         # The pruned view shares every unchanged message with the history: count each once.
         self._view_est.share_counts(self._history_est)
         self.encoding = self._history_est.encoding
+        self._counter = counter
         # Reentrant: an on_event callback may call back into this Pruner.
         self._lock = threading.RLock()
         self._scan: ScanCache | None = None
@@ -374,6 +375,27 @@ class Pruner:
             self._fits_seen = SeenFits(keeps_decided=True)
             self._index = None
             self._old_seen = ([], {})
+
+    # -- copies and pickles
+
+    def __getstate__(self) -> dict[str, Any]:
+        """What rebuilds this pruner: its budget, model, format (the one decided, once a
+        message showed it), settings, encoding, counter and event callback. Not what it read
+        of the messages (kept per message object): an unpickled or copied pruner reads its
+        first list afresh, and prunes it as a new pruner would (the same stubs, made anew)."""
+        with self._lock:
+            return {
+                "budget": self.budget,
+                "model": self.model,
+                "format": self.format,
+                "config": self.config,
+                "encoding": self.encoding,
+                "counter": self._counter,
+                "on_event": self.on_event,
+            }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(**state)  # type: ignore[misc]
 
     # -- the steps
 

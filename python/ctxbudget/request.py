@@ -227,6 +227,7 @@ class RequestEstimator:
             raise ValueError(f"unknown message format {format!r}; expected one of {FORMATS}")
         self.format: str | None = format
         self.counter = counter
+        self._profile_given = profile
         self._counter_fn: Counter | None = None
         self._counter_source: Any = counter
         self._exact_text = False
@@ -288,6 +289,26 @@ class RequestEstimator:
             self._edits[0] += 1  # every sharing estimator re-sums from the per-message cache
             if message is None:
                 self._reset()
+
+    # -- copies and pickles
+
+    def __getstate__(self) -> dict[str, Any]:
+        """What rebuilds this estimator: its model, encoding, counter, profile and format (the
+        one decided, once a message showed it). Not its counts: they are cached per message
+        object, and the messages of an unpickled or copied conversation are other objects,
+        counted afresh on the next estimate (once). A copy (``copy.copy``, ``copy.deepcopy``)
+        shares no cache with this one, nor counts shared by :meth:`share_counts`."""
+        with self._lock:
+            return {
+                "model": self.model,
+                "encoding": self.encoding,
+                "format": self.format,
+                "counter": self._counter_source,
+                "profile": self._profile_given,
+            }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(**state)  # type: ignore[misc]
 
     # -- counting helpers
 

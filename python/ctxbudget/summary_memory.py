@@ -62,6 +62,14 @@ class SummaryMemory:
     def forget(self) -> None:
         self._replaced, self._summary = [], []
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Lists of its own (a copy learns on apart); the messages are matched by equality, so
+        an unpickled memory applies to equal messages."""
+        return {"_replaced": list(self._replaced), "_summary": list(self._summary)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._replaced, self._summary = state["_replaced"], state["_summary"]
+
 
 def _snapshot(message: Any) -> Any:
     """What :meth:`SummaryMemory.apply` compares the caller's message with: a shallow copy of
