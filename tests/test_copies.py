@@ -8,6 +8,7 @@ where the pickled one stopped.
 from __future__ import annotations
 
 import copy
+import json
 import pickle
 from typing import Any
 
@@ -172,6 +173,48 @@ def test_an_unpickled_guard_keeps_a_result_stubbed_to_recover_stubbed(
         same += [{"role": "assistant", "content": "Noted."}, {"role": "user", "content": "Go."}]
         attempts.clear()
         result = again.send(send, same, max_tokens=1_000)
+        assert attempts == [1]
+        stub = next(m for m in result.request.messages if m.get("tool_call_id") == "dump")
+        assert stub["content"].startswith(STUB_PREFIX)
+
+
+@pytest.mark.parametrize("calibration", [True, False])
+def test_a_history_rebuilt_from_storage_each_turn_keeps_a_recovery_stub(calibration: bool) -> None:
+    """A framework that stores its state loads the history anew every turn (equal dicts,
+    other objects): a result stubbed to recover stays stubbed, as for the same objects."""
+    window = 40_000
+    dump = "".join(f"{i:08x}" for i in range(6_000))
+    attempts: list[int] = []
+
+    def send(request: GuardedRequest) -> dict[str, Any]:
+        extra = sum(
+            int(0.8 * estimate_tokens(dump))
+            for m in request.messages
+            if m.get("role") == "tool" and m["content"] == dump
+        )
+        count = request.estimate.raw.total + extra
+        attempts.append(request.attempt)
+        if count + 1_000 > window:
+            raise RuntimeError(f"prompt is too long: {count} tokens > {window} maximum")
+        return {"usage": {"input_tokens": count}}
+
+    budget = ContextWindowBudget(window, reserved_output=1_000, margin=0)
+    no_threshold = PruneConfig(threshold=10**9)
+    guard = ContextGuard("gpt-4o", budget=budget, prune=no_threshold, calibration=calibration)
+    history: list[dict[str, Any]] = [{"role": "user", "content": "Audit the service."}]
+    for i in range(14):
+        history += tool_turn(f"c{i}", blob(60, f"t{i}"))
+        guard.send(send, history, max_tokens=1_000)
+    history += tool_turn("dump", dump, name="hexdump")
+    guard.send(send, history, max_tokens=1_000)
+    stored = json.dumps(history)
+
+    for _ in range(3):
+        history = json.loads(stored)
+        history += [{"role": "assistant", "content": "Noted."}, {"role": "user", "content": "Go."}]
+        stored = json.dumps(history)
+        attempts.clear()
+        result = guard.send(send, history, max_tokens=1_000)
         assert attempts == [1]
         stub = next(m for m in result.request.messages if m.get("tool_call_id") == "dump")
         assert stub["content"].startswith(STUB_PREFIX)

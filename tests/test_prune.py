@@ -657,9 +657,10 @@ def test_genai_content_history_stays_content_objects() -> None:
     assert history == before
 
 
-def test_gemini_without_ids_keeps_later_calls_when_a_result_is_inserted() -> None:
-    # Made-up Gemini ids name message indices; the added result message shifts the later
-    # ones, and the unanswered call at the end must still read as the same call.
+def test_gemini_without_ids_keeps_later_calls_when_a_result_is_added() -> None:
+    # Made-up Gemini ids name message indices; the result added for the lost call goes after
+    # the model's turn (its two contents), into the user's next message, and the unanswered
+    # call at the end must still read as the same call (left for the caller to run).
     def call(name: str) -> dict[str, Any]:
         return {"role": "model", "parts": [{"function_call": {"name": name, "args": {}}}]}
 
@@ -672,7 +673,9 @@ def test_gemini_without_ids_keeps_later_calls_when_a_result_is_inserted() -> Non
     ]
     result = prune(history, window=200_000, format="gemini")
     assert [(p.index, p.kind) for p in result.pruned] == [(1, "missing")]
-    assert len(result.messages) == len(history) + 1
+    assert result.messages[:3] == history[:3] and result.messages[4] is history[4]
+    added, words = result.messages[3]["parts"]
+    assert added["function_response"]["name"] == "ls" and words == {"text": "try again"}
 
 
 def test_kept_pruner_notices_replaced_parts_of_genai_content() -> None:

@@ -366,6 +366,7 @@ class ContextGuard:
             if self.tracker is not None:
                 self.tracker.invalidate(message)
             self._pruner.invalidate(message)
+            self._sticky.invalidate(message)
             self._ids.invalidate()
             self._scans.clear()
             self._pairing = GrowingPairing()

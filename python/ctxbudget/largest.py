@@ -191,6 +191,12 @@ class StickyStubs:
         if not self._by_id:
             return view
         found = self._find(view)
+        if len(found) < len(self._by_id):
+            # not the same objects: a history rebuilt from storage each turn holds equal ones
+            self._loose = [(v[0], v[2]) for k, v in self._by_id.items() if k not in found]
+            self._by_id = {k: self._by_id[k] for k in found}
+            self._bind(fmt, view)
+            found = self._find(view)
         out = list(view)
         kept: dict[int, tuple[Any, Any, dict[int, str], Any]] = {}
         for key, i in found.items():
@@ -202,6 +208,15 @@ class StickyStubs:
         self._origin = {id(v[3]): (v[3], v[0]) for v in kept.values()}
         self._at = {key: found[key] for key in kept}
         return in_history_type(out, view) if kept else view
+
+    def invalidate(self, message: Any = None) -> None:
+        """After ``message`` (every message, when it is None) was edited in place: its stubs
+        stay, and its stubbed copy is made again from what it holds on the next :meth:`apply`
+        (a copy made before the edit would send the old message)."""
+        for key in [k for k in self._by_id if message is None or k == id(message)]:
+            original, _, slots, _ = self._by_id.pop(key)
+            self._loose.append((original, slots))
+        self._origin = {id(v[3]): (v[3], v[0]) for v in self._by_id.values()}
 
     def __getstate__(self) -> dict[str, Any]:
         """The stubs kept, each with the message it stands for (a copy of the state holds those

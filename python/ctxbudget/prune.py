@@ -229,6 +229,27 @@ class PruneResult:
         return bool(self.pruned)
 
 
+def _carried(key: tuple[Any, ...]) -> int | None:
+    """The id of the caller's message a ``("carry", ...)`` key of ``Pruner._inserted`` is
+    for (``None`` for the other keys)."""
+    return key[1] if key[0] == "carry" else None
+
+
+def _after_gemini_turn(infos: Sequence[MessageInfo], j: int) -> int:
+    """Where the results of a Gemini model turn's lost calls go, from ``j`` (the message after
+    the call's). Responses without ids answer the calls of their turn (consecutive model
+    messages, as ``resolve_ids`` reads them) by name in order: the added results go past the
+    whole turn (between two of its messages, they would split it, and a real response after
+    it would answer another call, or none), and into the last message of the responses that
+    follow, after them (before, one would take over a real one's call)."""
+    n = len(infos)
+    while j < n and infos[j].kind == "assistant":
+        j += 1
+    while j + 1 < n and infos[j].kind == "results" and infos[j + 1].kind == "results":
+        j += 1
+    return j
+
+
 def make_budget(
     window: int | None, budget: ContextWindowBudget | None, model: str | None
 ) -> ContextWindowBudget:
@@ -370,6 +391,12 @@ class Pruner:
             gone = None if message is None else id(message)
             self._sizes = {k: v for k, v in self._sizes.items() if gone not in (None, k[0])}
             self._stubs = {k: v for k, v in self._stubs.items() if gone not in (None, k[0])}
+            # a message carrying added results is rebuilt from what the caller's holds now
+            self._inserted = {
+                k: v for k, v in self._inserted.items() if gone not in (None, _carried(k))
+            }
+            if message is None:
+                self._lost, self._typed = frozenset(), {}
             self._scan = self._view_scan = None
             self._undecided.clear()
             self._fits_seen = SeenFits(keeps_decided=True)
@@ -673,6 +700,7 @@ class Pruner:
         n = len(infos)
         merge: dict[int, list[Any]] = {}
         insert: dict[int, list[Any]] = {}
+        wrapped: dict[int, list[Any]] = {}  # Anthropic, Gemini: blocks of a message to insert
         missed: list[PrunedOutput] = []
         for i in sorted(missing):
             blocks: list[Any] = []
@@ -689,16 +717,18 @@ class Pruner:
                 made_now[key] = (None, block, None)
                 blocks.append(block)
             j = i + 1
+            if fmt == "gemini":
+                j = _after_gemini_turn(infos, j)
             if fmt in ("anthropic", "gemini"):
-                if j < n and infos[j].kind in ("results", "user"):
-                    merge[j] = blocks
-                else:
-                    insert[j] = [self._inserted_once(made_now, fmt, None, blocks)]
+                into = merge if j < n and infos[j].kind in ("results", "user") else wrapped
+                into.setdefault(j, []).extend(blocks)
                 continue
             if fmt == "openai_chat":
                 while j < n and infos[j].kind == "results":
                     j += 1
             insert.setdefault(j, []).extend(blocks)
+        for j, blocks in wrapped.items():  # one message of result blocks
+            insert[j] = [self._inserted_once(made_now, fmt, None, blocks)]
         return merge, insert, missed
 
     def _inserted_once(
