@@ -376,7 +376,7 @@ def test_detect_genai_objects() -> None:
             0,
             "arguments",
         ),
-        ("anthropic", [{"role": "system", "content": "x"}], 0, "role"),
+        ("anthropic", [{"role": "tool", "content": "x"}], 0, "role"),
         (
             "anthropic",
             [

@@ -306,9 +306,9 @@ def test_live_temporary_file_is_kept_through_the_grace_period(tmp_path: Path) ->
 
 
 def test_negative_grace_period_is_a_value_error(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="min_age_seconds must be >= 0"):
+    with pytest.raises(ValueError, match="min_age_seconds must be at least 0"):
         DirectorySpillStore(tmp_path, min_age_seconds=-1)
-    with pytest.raises(ValueError, match="min_age_seconds must be >= 0"):
+    with pytest.raises(ValueError, match="min_age_seconds must be at least 0"):
         FsspecSpillStore(str(tmp_path), fs=object(), min_age_seconds=-1)
 
 

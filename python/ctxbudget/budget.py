@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Literal, TypeAlias
 from ctxbudget.errors import ContextBudgetError
 from ctxbudget.models import ModelRegistry, _check_window, model_info
 from ctxbudget.request import Accuracy, RequestEstimate
+from ctxbudget.settings import check_count, check_real
 
 if TYPE_CHECKING:
     from ctxbudget.calibration import CalibratedEstimate
@@ -149,18 +150,20 @@ class ContextWindowBudget:
         model: str | None = None,
     ) -> None:
         _check_window(window)
-        if max_input is not None and max_input <= 0:
-            raise ValueError(f"max_input must be positive, got {max_input}")
+        if max_input is not None:
+            check_count("max_input", max_input, minimum=1)
         for name, value in (
             ("reserved_output", reserved_output),
             ("margin", margin),
             ("max_output", max_output),
             ("default_output", default_output),
         ):
-            if value is not None and value < 0:
-                raise ValueError(f"{name} must not be negative, got {value}")
-        if max_reserve_fraction is not None and not 0 <= max_reserve_fraction <= 1:
-            raise ValueError("max_reserve_fraction must be within [0, 1]")
+            if value is not None or name in ("margin", "default_output"):
+                check_count(name, value)
+        if max_reserve_fraction is not None:
+            check_real("max_reserve_fraction", max_reserve_fraction)
+            if max_reserve_fraction > 1:
+                raise ValueError("max_reserve_fraction must be within [0, 1]")
         self.window = window
         self.reserved_output = reserved_output
         self.margin = margin

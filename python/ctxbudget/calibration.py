@@ -47,6 +47,7 @@ from typing import Any, Literal
 
 from ctxbudget.formats.common import as_mapping
 from ctxbudget.request import CounterLike, RequestEstimate, RequestEstimator
+from ctxbudget.settings import check_count, check_real
 
 __all__ = [
     "CalibratedEstimate",
@@ -353,11 +354,11 @@ def _check_settings(window: int, clamp: tuple[float, float], max_conversations: 
     """Refuse settings that break the tracker rather than tune it: no conversation kept
     (every estimate raised ``KeyError``), no ratio kept (nothing ever learned), or a clamp
     whose bounds are swapped (every factor pinned to ``high``, the estimates to a fraction)."""
-    if window < 1:
-        raise ValueError(f"window must be at least 1, got {window}")
-    if max_conversations < 1:
-        raise ValueError(f"max_conversations must be at least 1, got {max_conversations}")
+    check_count("window", window, minimum=1)
+    check_count("max_conversations", max_conversations, minimum=1)
     low, high = clamp
+    check_real("clamp low", low, above=True)
+    check_real("clamp high", high, above=True)
     if not 0 < low <= high:
         raise ValueError(f"clamp must be (low, high) with 0 < low <= high, got {clamp!r}")
 
@@ -419,6 +420,9 @@ class CalibrationTracker:
         max_conversations: int = 64,
     ) -> None:
         _check_settings(window, clamp, max_conversations)
+        check_real("cold_margin", cold_margin, minimum=-1.0, above=True)
+        check_count("min_delta", min_delta)
+        check_real("prior_weight", prior_weight)
         self.model = model
         self._estimator_args: dict[str, Any] = {
             "encoding": encoding,

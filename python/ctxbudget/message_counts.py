@@ -8,11 +8,13 @@ from __future__ import annotations
 import copy
 import json
 import operator
-from collections.abc import Callable, Mapping, Sequence
+import os
+from collections.abc import Callable, Mapping, Sequence, Set
 from typing import Any
 
 from ctxbudget._core import same_value
 from ctxbudget.counting import Accuracy, TokenCounter, counter_for
+from ctxbudget.embedded_media import split_media
 from ctxbudget.formats.common import _json_problem, json_text, public_fields, shown
 from ctxbudget.media import media_tokens
 from ctxbudget.messages import Message, MessageFormatError, Part
@@ -30,7 +32,11 @@ def _as_counter(counter: Any) -> tuple[Counter, bool]:
     ``TokenCounter`` checks it: a callable that returns the tokens instead of their number, a
     float, a bool or a negative number is refused by name, not added into the totals.
     """
-    if type(counter).__module__.startswith(("tiktoken", "tokenizers")):
+    if isinstance(counter, str | os.PathLike) or type(counter).__module__.startswith(
+        ("tiktoken", "tokenizers")
+    ):
+        # an encoding or model name, a tokenizer.json: what counter_for makes of it (a name
+        # had its str.count taken for a counter, and every text counted 0)
         counter = counter_for(counter)
     if isinstance(counter, TokenCounter):
         return counter.tokens, counter.accuracy is Accuracy.EXACT
@@ -43,9 +49,14 @@ def _as_counter(counter: Any) -> tuple[Counter, bool]:
     name = str(getattr(counter, "__name__", None) or type(counter).__name__)
     if callable(counter):
         return TokenCounter(counter, label, name).tokens, exact
-    count = getattr(counter, "count", None)
+    # an object with a count(text) method; not a container's count(item)
+    containers = (bytes, bytearray, Sequence, Set, Mapping)
+    count = None if isinstance(counter, containers) else getattr(counter, "count", None)
     if count is None:
-        raise TypeError(f"counter must be callable or a TokenCounter, not {type(counter).__name__}")
+        raise TypeError(
+            "counter must be a TokenCounter, a callable, a tokenizer or an encoding, model"
+            f" or tokenizer.json name, not {type(counter).__name__}"
+        )
 
     def count_tokens(text: str) -> Any:
         value = count(text)
@@ -178,7 +189,14 @@ def _count_parts(
                 problem = _json_problem(extra, strict=False)  # too deep, no UTF-8 form
                 if problem is not None:
                     raise MessageFormatError(problem[1], None, problem[0] or "content", None)
-                text += count(json.dumps(extra, ensure_ascii=False, default=str))
+                # an image or a document inside (a screenshot, a fetched PDF) costs what
+                # one does, not the tokens of its base64 text
+                shown, media = split_media(extra)
+                text += count(json.dumps(shown, ensure_ascii=False, default=str))
+                for found in media:
+                    tokens, ex = media_tokens(found, rule, count)
+                    attach += tokens
+                    exact = exact and ex
         else:
             tokens, ex = media_tokens(p, rule, count)
             attach += tokens

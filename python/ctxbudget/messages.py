@@ -380,14 +380,23 @@ def from_langchain(messages: Sequence[Any]) -> list[dict[str, Any]]:
     """
     lc = _langchain()
     converted: list[dict[str, Any]] = []
-    for message in messages:
+    for index, message in enumerate(messages):
         try:
             converted.extend(_langchain_chat(message, lc))
-        except Exception:
-            # LangChain names the message by its index in the list it was given: give it the
-            # whole list, so that its error names the right one.
-            lc.convert_to_openai_messages(list(messages))
-            raise
+        except Exception as exc:
+            if isinstance(exc, ValueError | TypeError):
+                # LangChain names the message by its index in the list it was given: give
+                # it the whole list, so that its error names the right one.
+                lc.convert_to_openai_messages(list(messages))
+                raise
+            # not an error of LangChain's about the message (a KeyError from a content block
+            # it took without a type): say which message
+            raise MessageFormatError(
+                f"LangChain could not convert it ({type(exc).__name__}: {exc})",
+                index,
+                "content",
+                "openai_chat",
+            ) from exc
     return converted
 
 

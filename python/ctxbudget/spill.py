@@ -40,6 +40,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from ctxbudget.settings import check_count, check_real
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -192,8 +194,11 @@ class _Retention:
     min_age: float
 
     def __post_init__(self) -> None:
-        if not self.min_age >= 0:
-            raise ValueError(f"min_age_seconds must be >= 0, got {self.min_age!r}")
+        check_real("min_age_seconds", self.min_age)
+        if self.max_age is not None:
+            check_real("max_age_seconds", self.max_age)
+        if self.max_total_bytes is not None:
+            check_count("max_total_bytes", self.max_total_bytes)
 
 
 def _plan_removals(

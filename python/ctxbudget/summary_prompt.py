@@ -26,6 +26,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from ctxbudget.embedded_media import readable
+from ctxbudget.formats.common import public_fields
 from ctxbudget.messages import Message, Part, convert_messages, normalize_messages
 from ctxbudget.turns import SUMMARY_MARKER
 
@@ -139,8 +141,20 @@ def _part_text(part: Part, names: dict[str, str], max_chars: int) -> str:
         flag = " (error)" if part.is_error else ""
         return f"{tool} returned{flag}:\n{clip_text(inner, max_chars)}"
     if part.kind == "other":
-        return ""
+        return _other_text(part, max_chars)
     return _media(part)
+
+
+def _other_text(part: Part, max_chars: int) -> str:
+    """An item or block kept whole (a shell call and its output, a patch, a server tool's
+    result, a compaction's readable summary): its type and fields, media and opaque fields
+    left out, clipped like a tool output."""
+    fields = readable(public_fields(part.extra))
+    if not isinstance(fields, dict) or not fields:
+        return ""
+    kind = fields.pop("type", None)
+    body = json.dumps(fields, ensure_ascii=False, default=str)
+    return f"({kind if isinstance(kind, str) else 'item'}) {clip_text(body, max_chars)}"
 
 
 def _is_summary(message: Message) -> bool:

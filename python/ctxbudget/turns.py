@@ -212,10 +212,13 @@ def _scan_responses(m: Mapping[str, Any]) -> MessageInfo:
 #: Responses items of a fixed kind: tool definitions added mid-conversation and response
 #: settings stay in effect for the rest of it (compaction keeps them whole, as it does
 #: instructions: a summary in their place would drop tools the model may call, or revert
-#: the output format); a ``compaction_trigger`` is neither input to answer nor the model's.
+#: the output format), and so does the context a server compaction left (its
+#: ``encrypted_content``, which no summarizer can read); a ``compaction_trigger`` is neither
+#: input to answer nor the model's.
 _RESPONSES_KINDS = {
     "additional_tools": _SYSTEM,
     "configuration_update": _SYSTEM,
+    "compaction": _SYSTEM,
     "compaction_trigger": _OTHER,
 }
 #: Item types the server writes both halves of, paired by ``call_id`` (see
@@ -246,6 +249,8 @@ def _scan_anthropic(m: Mapping[str, Any]) -> MessageInfo:
             if b.get("type") == "tool_use"
         )
         return MessageInfo("assistant", calls=calls) if calls else _ASSISTANT
+    if role == "system":
+        return _SYSTEM
     if role != "user":
         return _OTHER
     if isinstance(content, list):

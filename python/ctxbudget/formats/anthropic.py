@@ -173,9 +173,13 @@ def _read_anthropic(message: object, index: int) -> Message:
     r = _Reader("anthropic", index)
     m = r.mapping(message, "")
     role = m.get("role")
-    if role not in ("user", "assistant"):
-        raise r.fail("role", f"expected 'user' or 'assistant', got {shown(role)}")
+    if role not in ("user", "assistant", "system"):
+        raise r.fail("role", f"expected 'user', 'assistant' or 'system', got {shown(role)}")
     parts, style = _read_content(r, m.get("content"), "content", _anth_block)
+    if role == "system":  # an instruction in the conversation (SystemMessageParam): text only
+        for i, p in enumerate(parts):
+            if p.kind != "text":
+                raise r.fail(f"content[{i}].type", "a system message holds text blocks only")
     return Message(
         role=role,
         parts=parts,
@@ -266,6 +270,20 @@ def _anth_block_out(part: Part, w: _Writer, path: str) -> dict[str, Any] | None:
     return None
 
 
+def _anth_system_message(message: Message, w: _Writer) -> dict[str, Any]:
+    """A system message in the conversation (``{"role": "system"}``, text blocks only)."""
+    texts = [p for p in message.parts if p.kind == "text"]
+    if len(texts) != len(message.parts):
+        w.lossy("content", "an Anthropic system message takes text only")
+    same = _same(message, "anthropic")
+    blocks = [{"type": "text", "text": p.text} | _extra(p, "anthropic") for p in texts]
+    simple = len(blocks) == 1 and len(blocks[0]) == 2
+    content: Any = blocks
+    if (message.style if same else "str") == "str" and (simple or not blocks):
+        content = blocks[0]["text"] if blocks else ""
+    return {"role": "system", "content": content} | (dict(message.extra) if same else {})
+
+
 def _write_anthropic(messages: Sequence[Message], w: _Writer) -> tuple[list[dict[str, Any]], Any]:
     out: list[dict[str, Any]] = []
     system: list[Part] = []
@@ -276,8 +294,10 @@ def _write_anthropic(messages: Sequence[Message], w: _Writer) -> tuple[list[dict
         if _message_loss(message, "anthropic", w):
             continue
         if message.role in ("system", "developer"):
-            if out:
-                w.lossy("role", "Anthropic takes the system prompt only before the conversation")
+            if out or _same(message, "anthropic"):  # an instruction in the conversation
+                out.append(_anth_system_message(message, w))
+                merge_user = False
+                continue
             system.extend(message.parts)
             system_style = message.style
             continue

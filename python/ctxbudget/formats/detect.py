@@ -43,7 +43,10 @@ _PART_FITS: dict[str, frozenset[MessageFormat]] = {
 }
 #: A dict message without ``parts``: not Gemini.
 _DICT_FITS = frozenset({_CHAT, _RESP, _ANTH})
-#: Roles of instructions inside the list: Chat Completions and Responses only.
+#: Roles of instructions inside the list: Chat Completions and Responses. Anthropic lists may
+#: hold ``system`` messages too (``SystemMessageParam``), but a list that starts with one is
+#: far more often Chat Completions (sent through a compatible API to any model): one tells
+#: Anthropic by its blocks, or by ``format="anthropic"``.
 _INSTRUCTION_FITS = frozenset({_CHAT, _RESP})
 
 
