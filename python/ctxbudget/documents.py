@@ -111,6 +111,17 @@ _PDF_LEAD = b" \t\r\n\f\x00"
 #: An Office file may unpack to at most this many times ``max_bytes`` (XML compresses about
 #: ten times; a zip bomb, millions of times).
 _UNPACK_RATIO = 16
+#: One XML part of an Office file the converters parse whole (a Word document's body, a
+#: workbook's shared strings) may unpack to at most this many times ``max_bytes``: parsed, it
+#: takes some twenty times its size in memory (95 KB of zip holding 40 MB of empty
+#: paragraphs took 40 s and 930 MB, within the file's limit).
+_PART_RATIO = 2
+#: Parts parsed whole, by name (worksheets and slides are read a row or a slide at a time).
+_WHOLE_PARTS = re.compile(r"word/document\d*\.xml|xl/sharedStrings\.xml", re.IGNORECASE)
+#: A PDF's page content streams, decoded, may add up to at most this many times
+#: ``max_bytes`` (a page's text is a few KB of them; 20 pages sharing one 20 MB stream of
+#: moves, 34 KB of file, took 25 s and gave no text).
+_PDF_CONTENT_RATIO = 4
 
 
 def read_tool_file(path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
@@ -324,10 +335,16 @@ def _check_unpacked_size(path: str, data: bytes, max_bytes: int) -> None:
     declared size, so a zip bomb is refused before any XML is parsed.
     """
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        unpacked = sum(info.file_size for info in archive.infolist())
+        infos = archive.infolist()
+    unpacked = sum(info.file_size for info in infos)
     limit = _UNPACK_RATIO * max_bytes
     if unpacked > limit:
         raise FileTooLargeError(path, unpacked, limit, what="unpacked content")
+    part_limit = _PART_RATIO * max_bytes
+    for info in infos:
+        if info.file_size > part_limit and _WHOLE_PARTS.fullmatch(info.filename):
+            what = f"unpacked {info.filename}"
+            raise FileTooLargeError(path, info.file_size, part_limit, what=what)
 
 
 def _without_lone_surrogates(text: str) -> str:
@@ -363,6 +380,11 @@ class _Output:
                 self.path, self._size, self._limit, what="converted text", at_least=True
             )
         self._parts.append(line)
+
+    @property
+    def limit(self) -> int:
+        """The cap on the converted text, in bytes."""
+        return self._limit
 
     def check_room(self, more: int) -> None:
         """Refuse now what is bound to go over the cap: at least ``more`` bytes to come."""
@@ -518,7 +540,17 @@ def _read_pdf(pypdf: ModuleType, data: bytes, out: _Output) -> None:
     if reader.is_encrypted and not reader.decrypt(""):
         raise DocumentConversionError(out.path, "pdf", "it is encrypted with a password")
     found = False
+    content = 0
     for number, page in enumerate(reader.pages, start=1):
+        content += _content_size(page)
+        if content > _PDF_CONTENT_RATIO * out.limit:
+            raise DocumentConversionError(
+                out.path,
+                "pdf",
+                f"its pages' content streams add up to over {_PDF_CONTENT_RATIO * out.limit:,}"
+                f" bytes by page {number} ({_PDF_CONTENT_RATIO} times the size cap); read a"
+                " part of it instead",
+            )
         text = (page.extract_text() or "").strip()
         found = found or bool(text)
         out.add(f"<!-- page {number} -->")
@@ -531,6 +563,24 @@ def _read_pdf(pypdf: ModuleType, data: bytes, out: _Output) -> None:
             "pdf",
             "no text could be extracted (a scanned PDF holds images of pages, which need OCR)",
         )
+
+
+def _content_size(page: Any) -> int:
+    """Bytes of a PDF page's content streams, decoded (what extracting its text reads; a
+    stream pages share counts on each). pypdf keeps the decoded data, so extracting the
+    text does not decode them again."""
+    contents = page.get("/Contents")
+    if contents is None:
+        return 0
+    contents = contents.get_object()
+    streams = contents if isinstance(contents, list) else [contents]
+    total = 0
+    for stream in streams:
+        stream = stream.get_object()
+        get_data = getattr(stream, "get_data", None)
+        if get_data is not None:
+            total += len(get_data())
+    return total
 
 
 #: Word main parts python-docx refuses by their content type, though their markup is a
@@ -582,8 +632,10 @@ def _convert_docx(docx: ModuleType, data: bytes, out: _Output) -> None:
     for element in _word_blocks(document.element.body):
         if element.tag == _W_TABLE:
             _table(_docx_rows(table_module.Table(element, body), table_module, out), out)
-        else:
-            _docx_paragraph(paragraph_type(element, body), out)
+            continue
+        text = " ".join(_paragraph_text(element).split())
+        if text:  # an empty paragraph costs no python-docx object (millions of them did)
+            _docx_paragraph(paragraph_type(element, body), text, out)
 
 
 #: WordprocessingML element names, as the XML parser gives them.
@@ -629,6 +681,8 @@ def _paragraph_text(p: Any) -> str:
     controls, fields, hyperlinks and text boxes (python-docx's ``Paragraph.text`` reads
     direct runs and hyperlinks only: an unaccepted insertion was lost). Deleted text is
     ``w:delText``, not read; a tracked move is read where it went, a text box once."""
+    if next(p.iterdescendants(_W_TEXT, *_W_CHARACTERS), None) is None:
+        return ""  # (found in C: only what matches becomes a Python object)
     parts: list[str] = []
     for element in p.iter(_W_TEXT, _W_PARAGRAPH, *_W_CHARACTERS):
         if next(element.iterancestors(*_W_SKIPPED), None) is not None:
@@ -686,10 +740,8 @@ def _docx_cell_text(cell: Any, table_module: ModuleType, out: _Output) -> str:
     return "\n".join(parts)
 
 
-def _docx_paragraph(paragraph: Any, out: _Output) -> None:
-    text = " ".join(_paragraph_text(paragraph._p).split())
-    if not text:
-        return
+def _docx_paragraph(paragraph: Any, text: str, out: _Output) -> None:
+    """A paragraph with ``text`` (its text, on one line) as markdown, by its style."""
     style = (paragraph.style.name if paragraph.style is not None else "") or ""
     if style == "Title":
         out.add(f"# {text}")
