@@ -56,7 +56,7 @@ fn function_call<'py>(fc: &Bound<'py, PyAny>, counts: &mut Counts<'py>) -> Resul
 }
 
 /// A `function_response`: its response as the tool result's text (a lone string `result` as
-/// it is, anything else as JSON).
+/// it is, anything else as JSON); not a plain one when it carries `parts` (media).
 fn function_response<'py>(
     fr: &Bound<'py, PyAny>,
     strings: &mut Vec<Bound<'py, PyString>>,
@@ -64,6 +64,9 @@ fn function_response<'py>(
 ) -> Result<(), ()> {
     let py = fr.py();
     let fr = fr.cast_exact::<PyDict>().map_err(|_| ())?;
+    if fr.contains(intern!(py, "parts")).map_err(|_| ())? {
+        return Err(()); // media beside the response: the Python reader prices them
+    }
     optional_id(fr)?;
     exact_str(fr, intern!(py, "name"))?;
     let response =

@@ -53,17 +53,18 @@ def test_reported_from_sdk_objects() -> None:
 def test_overflow_info_is_an_exact_measurement() -> None:
     from ctxbudget.overflow import classify_overflow
 
-    info = classify_overflow(
-        "This model's maximum context length is 128000 tokens. However, your messages "
-        "resulted in 130000 tokens. Please reduce the length of the messages."
-    )
-    assert info is not None
-    assert reported_input_tokens(info) == 130_000
     tracker = CalibrationTracker("gpt-4o")
     history = text_chat(3)
+    counted = int(tracker.estimate(history).raw.total * 1.1)  # a count of this request
+    info = classify_overflow(
+        f"This model's maximum context length is 128 tokens. However, your messages "
+        f"resulted in {counted} tokens. Please reduce the length of the messages."
+    )
+    assert info is not None
+    assert reported_input_tokens(info) == counted
     assert tracker.observe_overflow(history, info)
     est = tracker.estimate([*history, {"role": "user", "content": "x"}])
-    assert est.anchored and est.anchor_tokens == 130_000
+    assert est.anchored and est.anchor_tokens == counted
     vague = SimpleNamespace(measured_input_tokens=None)
     assert not tracker.observe_overflow(history, vague)
     with pytest.raises(TypeError):

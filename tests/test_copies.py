@@ -301,3 +301,36 @@ def test_a_guard_with_an_unpicklable_callable_says_so() -> None:
     with pytest.raises((pickle.PicklingError, AttributeError), match="lambda"):
         pickle.dumps(guard)
     assert copy.deepcopy(guard).summarize is guard.summarize  # functions are not copied
+
+
+def test_a_stub_stays_on_its_own_message_when_an_equal_one_comes_before() -> None:
+    """The same output twice (a Gemini ``ls`` without ids), only the later one stubbed: after
+    ``invalidate()`` (the same objects) or a reload (equal ones) the stub stays on the later
+    one (an equal message before it is another message: moving the stub changes what the
+    model reads and the prompt cache's prefix)."""
+    from ctxbudget.largest import StickyStubs
+
+    def call() -> dict[str, Any]:
+        return {"role": "model", "parts": [{"function_call": {"name": "ls", "args": {}}}]}
+
+    def result() -> dict[str, Any]:
+        response = {"name": "ls", "response": {"result": "a.py\n" * 3000}}
+        return {"role": "user", "parts": [{"function_response": response}]}
+
+    history = [
+        {"role": "user", "parts": [{"text": "go"}]}, call(), result(),
+        {"role": "model", "parts": [{"text": "ok"}]},
+        {"role": "user", "parts": [{"text": "again"}]}, call(), result(),
+    ]  # fmt: skip
+
+    def stubbed(view: list[Any]) -> list[int]:
+        return [i for i, m in enumerate(view) if "[stub]" in json.dumps(m)]
+
+    sticky = StickyStubs()
+    sticky.remember("gemini", [(history[6], 0, "[stub]")])
+    assert stubbed(sticky.apply("gemini", history)) == [6]
+    sticky.invalidate()
+    assert stubbed(sticky.apply("gemini", history)) == [6]
+    assert stubbed(sticky.apply("gemini", json.loads(json.dumps(history)))) == [6]
+    again = pickle.loads(pickle.dumps(sticky))
+    assert stubbed(again.apply("gemini", json.loads(json.dumps(history)))) == [6]

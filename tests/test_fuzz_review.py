@@ -105,3 +105,16 @@ def test_langchain_content_blocks_without_a_type_name_the_message() -> None:
         with pytest.raises(MessageFormatError, match="message 1, field 'content'") as caught:
             estimate(history)
         assert isinstance(caught.value.__cause__, KeyError)
+
+
+def test_whole_numbers_given_as_floats_or_decimals_are_settings() -> None:
+    """``margin=2e4`` worked before the checks: a whole number is one, kept as an int."""
+    import decimal
+
+    budget = ContextWindowBudget(128_000, margin=2e4, reserved_output=4096.0)  # type: ignore[arg-type]
+    assert (budget.margin, budget.reserved_output) == (20_000, 4_096)
+    assert isinstance(budget.margin, int) and isinstance(budget.reserved_output, int)
+    ContextWindowBudget(128_000, max_reserve_fraction=decimal.Decimal("0.25"))  # type: ignore[arg-type]
+    assert CalibrationTracker("gpt-4o", min_delta=16.0).min_delta == 16  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="margin"):
+        ContextWindowBudget(128_000, margin=2.5)  # type: ignore[arg-type]

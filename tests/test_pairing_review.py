@@ -14,6 +14,8 @@ from ctxbudget.largest import StickyStubs, StubCandidates, stub_largest
 from ctxbudget.messages import MessageFormatError
 from ctxbudget.pairing_cache import GrowingPairing
 from ctxbudget.prune import PruneConfig
+from ctxbudget.request import RequestEstimator
+from ctxbudget.result_size import ResultSizer
 from ctxbudget.turns import pairing_events, result_text, scan
 from tests import reference
 
@@ -176,7 +178,7 @@ def test_a_stub_made_in_a_second_round_stays_in_later_requests() -> None:
             ],
         },
     ]
-    candidates = StubCandidates("o200k", PruneConfig())
+    candidates = StubCandidates(ResultSizer(RequestEstimator(encoding="o200k")), PruneConfig())
 
     def one_round(messages: list[Any]) -> tuple[list[Any], list[tuple[Any, int, str]]]:
         return stub_largest(

@@ -346,7 +346,8 @@ def test_turns_per_format() -> None:
     assert turn_starts(scan(chat, "openai_chat")) == expected
 
 
-def test_anthropic_keeps_other_blocks_and_result_images() -> None:
+@pytest.mark.parametrize("prune_media", [True, False])
+def test_anthropic_keeps_other_blocks_and_result_images(prune_media: bool) -> None:
     big = _text(random.Random(3), 4_000)
     image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}
     messages: list[dict[str, Any]] = [
@@ -381,9 +382,8 @@ def test_anthropic_keeps_other_blocks_and_result_images() -> None:
         {"role": "user", "content": "Go on."},
     ]
     snapshot = copy.deepcopy(messages)
-    result = prune(
-        messages, window=64_000, config=PruneConfig(threshold=0, tail_min=0, tail_max=10)
-    )
+    cfg = PruneConfig(threshold=0, tail_min=0, tail_max=10, prune_media=prune_media)
+    result = prune(messages, window=64_000, config=cfg)
     assert messages == snapshot
     assert [(p.call_id, p.tool) for p in result.pruned] == [("t1", "screenshot")]
     new = result.messages[2]
@@ -393,8 +393,13 @@ def test_anthropic_keeps_other_blocks_and_result_images() -> None:
     assert blocks[2] is messages[2]["content"][2]  # the text block with cache_control
     stubbed = blocks[0]
     assert stubbed["tool_use_id"] == "t1"
-    assert stubbed["content"][0]["text"].startswith(STUB_PREFIX)
-    assert stubbed["content"][1] is image  # the screenshot survives, the same object
+    if prune_media:  # the screenshot went with the stub, which says so
+        assert stubbed["content"].startswith(STUB_PREFIX)
+        assert "(1 image or file" not in stubbed["content"]
+        assert ", 1 image or file)" in stubbed["content"]
+    else:
+        assert stubbed["content"][0]["text"].startswith(STUB_PREFIX)
+        assert stubbed["content"][1] is image  # the screenshot survives, the same object
     assert pairing_violations(result.messages, "anthropic") == []
 
 
@@ -569,7 +574,10 @@ def test_stub_text_shape() -> None:
     assert stub_text(None, "", 0).count("the tool") == 2
 
 
-def test_non_text_outputs_are_left_alone() -> None:
+@pytest.mark.parametrize("prune_media", [True, False])
+def test_a_screenshot_output_is_stubbed_as_a_blank_one(prune_media: bool) -> None:
+    """A ``computer_call_output`` holds a screenshot and nothing else: stubbed, it holds a
+    blank one (its pairing intact); with ``prune_media=False`` it is left alone."""
     screenshot = {"type": "computer_screenshot", "image_url": f"data:image/png;base64,{PNG}"}
     items = [
         {"role": "user", "content": "Click it."},
@@ -580,10 +588,20 @@ def test_non_text_outputs_are_left_alone() -> None:
         {"type": "message", "role": "assistant", "content": "Ok."},
         {"role": "user", "content": "Once more."},
     ]
-    cfg = PruneConfig(threshold=0, min_output_tokens=0, tail_min=0, tail_max=0, min_turns=0)
+    cfg = PruneConfig(
+        threshold=0, min_output_tokens=0, tail_min=0, tail_max=0, min_turns=0,
+        prune_media=prune_media,
+    )  # fmt: skip
     result = prune(items, window=16_000, format="openai_responses", config=cfg)
-    assert result.pruned == ()
-    assert result.messages[2] is items[2]
+    if not prune_media:
+        assert result.pruned == ()
+        assert result.messages[2] is items[2]
+        return
+    assert [(p.call_id, p.kind) for p in result.pruned] == [("k1", "old")]
+    stubbed = result.messages[2]
+    assert stubbed["call_id"] == "k1" and stubbed["output"]["type"] == "computer_screenshot"
+    assert stubbed["output"]["image_url"] != screenshot["image_url"]
+    assert pairing_violations(result.messages, "openai_responses") == []
 
 
 def test_gemini_bytes_attachment_beside_a_stubbed_response() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 import pytest
@@ -40,9 +41,11 @@ def test_chat_tool_message_image_survives_its_stub() -> None:
     # parts (providers that accept them there); the stub replaced the whole content by its
     # text, and the screenshot was gone from what the model sees.
     image = {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG}"}}
+    # (With PruneConfig.prune_media, the default, media a tool returned go with its stub.)
     history = _chat([{"type": "text", "text": BIG}, image])
     snapshot = copy.deepcopy(history)
-    result = prune(history, window=16_000, config=EAGER)
+    keep = dataclasses.replace(EAGER, prune_media=False)
+    result = prune(history, window=16_000, config=keep)
     assert [p.kind for p in result.pruned] == ["old"]
     content = result.messages[2]["content"]
     assert content[0]["type"] == "text"
@@ -50,8 +53,13 @@ def test_chat_tool_message_image_survives_its_stub() -> None:
     assert content[1:] == [image] and content[1] is image
     assert history == snapshot
     # the stubbed message is a stub: pruning the view again changes nothing
-    again = prune(result.messages, window=16_000, config=EAGER)
+    again = prune(result.messages, window=16_000, config=keep)
     assert again.pruned == () and again.messages == result.messages
+    # by default the image goes with the stub, which says so
+    dropped = prune(history, window=16_000, config=EAGER).messages[2]["content"]
+    assert dropped.startswith("[ctxbudget: tool output pruned] read returned")
+    assert ", 1 image or file)" in dropped
+    assert history == snapshot
 
 
 def test_a_stub_is_never_bigger_than_the_output() -> None:

@@ -249,6 +249,62 @@ def test_a_responses_compaction_item_survives_compaction() -> None:
     assert "gAAAAAB" not in prompts[0]
 
 
+def test_a_compaction_item_kept_stays_before_the_summary_of_later_turns() -> None:
+    """The item holds context older than the turns the summary tells: it is not moved after
+    the summary (instructions kept whole are)."""
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": "Migrate the service."},
+        {"type": "compaction", "id": "cmp_1", "encrypted_content": "gAAAAAB" + "Zk9xQ2" * 500},
+    ]
+    rule = {"role": "developer", "content": "From now on, write tests first."}
+    for i in range(8):
+        history += [
+            {"role": "user", "content": f"Step {i}: " + "details " * 400},
+            {"type": "message", "role": "assistant", "content": f"Done step {i}."},
+        ]
+        if i == 2:
+            history.append(rule)
+    history.append({"role": "user", "content": "Continue."})
+    model = "gpt-5"
+    result = compact(history, lambda p, n: "Summary.", window=32_000, model=model, keep_tokens=800)
+
+    kinds = [m.get("type") or m["role"] for m in result.messages]
+    assert kinds[0] == "compaction" and result.messages[0] is history[1]
+    assert "[ctxbudget summary" in str(result.messages[1]["content"])
+    assert result.messages[2] is rule  # the instruction, after the summary
+
+
+def test_a_data_url_in_text_the_model_reads_counts_as_text() -> None:
+    """Only fields providers read as media are priced as media: a command's stdout that is a
+    data URL, or an SSE log, is text the model reads."""
+    data = noise_png(64, 64)
+    url = f"data:image/png;base64,{data}"
+    as_text = estimate_request([{"role": "user", "content": url}], model="gpt-5").per_message[0]
+    items = checked(
+        RESPONSES_ITEM,
+        [
+            {"role": "user", "content": "Show it."},
+            {
+                "type": "local_shell_call",
+                "id": "l1",
+                "call_id": "l1",
+                "status": "completed",
+                "action": {"type": "exec", "command": ["cat", "a.txt"], "env": {}},
+            },
+            {"type": "local_shell_call_output", "id": "l1", "output": url},
+            {
+                "type": "local_shell_call_output",
+                "id": "l1",
+                "output": f'data: {{"url": "{url}"}}\n\ndata: {{"event": "done"}}\n',
+            },
+        ],
+    )
+    est = estimate_request(items, model="gpt-5", format="openai_responses")
+    assert est.per_message[2] >= as_text - 10
+    assert est.per_message[3] >= as_text
+    assert est.components.attachments == 0
+
+
 def anthropic_with_a_system_message() -> list[dict[str, Any]]:
     return checked(
         ANTHROPIC_MESSAGE,
@@ -313,3 +369,31 @@ def test_an_anthropic_system_message_is_kept_whole_by_compaction() -> None:
 
     assert result.summarized > 3
     assert history[3] in result.messages
+
+
+def test_media_in_a_gemini_function_response_are_counted() -> None:
+    """``FunctionResponse.parts`` (a multimodal function response): its image costs what the
+    model's rule says, not nothing (the fast path read the response alone)."""
+    buf = io.BytesIO()
+    Image.new("RGB", (1024, 1024), (10, 20, 30)).save(buf, format="PNG")
+    image = {
+        "inline_data": {"mime_type": "image/png", "data": base64.b64encode(buf.getvalue()).decode()}
+    }
+    call = {"role": "model", "parts": [{"function_call": {"id": "s1", "name": "shot", "args": {}}}]}
+    response = {"id": "s1", "name": "shot", "response": {"result": "ok"}}
+    plain = [{"role": "user", "parts": [{"text": "Look."}]}, call]
+    without = [*plain, {"role": "user", "parts": [{"function_response": response}]}]
+    with_image = [
+        *plain,
+        {"role": "user", "parts": [{"function_response": {**response, "parts": [image]}}]},
+    ]
+    as_user_image = [*plain, {"role": "user", "parts": [image]}]
+    model = "gemini-2.5-pro"
+
+    alone = estimate_request(as_user_image, model=model).per_message[2]
+    assert alone > 200
+    extra = (
+        estimate_request(with_image, model=model).per_message[2]
+        - estimate_request(without, model=model).per_message[2]
+    )
+    assert alone - 20 <= extra <= alone + 20

@@ -165,12 +165,13 @@ class ContextWindowBudget:
             if max_reserve_fraction > 1:
                 raise ValueError("max_reserve_fraction must be within [0, 1]")
         self.window = window
-        self.reserved_output = reserved_output
-        self.margin = margin
+        # whole numbers given as floats (2e4) kept as ints: token counts
+        self.reserved_output = None if reserved_output is None else int(reserved_output)
+        self.margin = int(margin)
         self.max_reserve_fraction = max_reserve_fraction
-        self.max_output = max_output
-        self.max_input = max_input
-        self.default_output = default_output
+        self.max_output = None if max_output is None else int(max_output)
+        self.max_input = None if max_input is None else int(max_input)
+        self.default_output = int(default_output)
         self.model = model
 
     @classmethod

@@ -431,11 +431,11 @@ class CalibrationTracker:
         }
         self.clamp = clamp
         self.cold_margin = cold_margin
-        self.min_delta = min_delta
+        self.min_delta = int(min_delta)
         self.prior_weight = prior_weight
         self._lock = threading.RLock()
-        self._delta: deque[tuple[float, float]] = deque(maxlen=window)
-        self._cold: deque[tuple[float, float]] = deque(maxlen=window)
+        self._delta: deque[tuple[float, float]] = deque(maxlen=int(window))
+        self._cold: deque[tuple[float, float]] = deque(maxlen=int(window))
         self._anchors: OrderedDict[Hashable, _Anchor] = OrderedDict()
         # Per conversation, the last report refused for how far it is from the anchor: a next
         # report that agrees with it, not with the anchor, shows the anchor was the wrong one.
@@ -679,8 +679,8 @@ class CalibrationTracker:
 
         Returns:
             ``True`` when a count was read and recorded (``False``: the report had none, or
-            a usage count no estimate of the request can be off by, which is logged and
-            ignored: see :func:`plausible_report`; an overflow's count is always taken).
+            a count no estimate of the request can be off by, which is logged and ignored:
+            see :func:`plausible_report`).
         """
         reported = reported_input_tokens(usage)
         if reported is None or reported <= 0:
@@ -696,6 +696,11 @@ class CalibrationTracker:
             anchor = self._anchors.get(conversation)
             if anchor is not None and not self._extends(anchor, msgs, system, tools, raw):
                 anchor = None
+            if measured and not plausible_report(reported, raw, self.clamp):
+                # A count no estimate of the request can be off by (3 tokens, 10**27): read
+                # from some other number of the error, or of another request.
+                _log_implausible(reported, raw.total, "the estimate of the refused request")
+                return False
             verdict = "believed" if measured else self._plausible(anchor, msgs, raw, reported)
             report = _Anchor(
                 msgs,

@@ -58,6 +58,7 @@ from ctxbudget.compact_words import (
     words_message,
 )
 from ctxbudget.events import ContextEvent, EventCallback, Reason, check_reason, emit
+from ctxbudget.formats.common import as_mapping
 from ctxbudget.messages import FORMATS, MessageFormatError, Part, detect_format
 from ctxbudget.prune import PruneConfig, make_budget
 from ctxbudget.request import RequestEstimator
@@ -169,6 +170,13 @@ class CompactResult:
     summarized: int
     kept: int
     level: int
+
+
+def _is_server_compaction(fmt: str, message: Any) -> bool:
+    """A Responses ``compaction`` item: the earlier turns' context as the server compacted
+    them (opaque: no summarizer can read it)."""
+    found = as_mapping(message) if fmt == "openai_responses" else None
+    return found is not None and found.get("type") == "compaction"
 
 
 class _Compaction:
@@ -672,12 +680,15 @@ class _Compaction:
                 f"{self.replaced_tokens:,} tokens it would replace",
                 None,
             )
-        system = [self.msgs[i] for i in self.kept_system]
-        out = [*self.msgs[: self.start], message, *system, *self.msgs[self.cut :]]
+        # kept whole: the context a server compaction left (older than what the summary
+        # tells) before the summary, instructions after it
+        before = [i for i in self.kept_system if _is_server_compaction(self.fmt, self.msgs[i])]
+        rules = [i for i in self.kept_system if i not in before]
+        order = [*range(self.start), *before, -1, *rules, *range(self.cut, len(self.msgs))]
+        out = [message if i < 0 else self.msgs[i] for i in order]
         out = in_history_type(out, self.msgs)
         # made-up Gemini ids name message indices: name the kept messages' by their old ones
-        after_summary = [*self.kept_system, *range(self.cut, len(self.msgs))]
-        positions: list[int | None] = [*range(self.start), None, *after_summary]
+        positions: list[int | None] = [None if i < 0 else i for i in order]
         try:
             after_infos = resolve_ids(scan(out, self.fmt), positions=positions)
             check_pairing(self.infos, after_infos, "compaction")

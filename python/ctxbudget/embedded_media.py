@@ -11,72 +11,104 @@ to be counted as text.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from ctxbudget.formats.common import _parse_data_url
 from ctxbudget.formats.model import Part, PartKind
 
-__all__ = ["readable", "split_media"]
+__all__ = ["has_media", "readable", "split_media"]
 
 #: Keys whose values are opaque to the model as text (encrypted context, signatures): the
 #: summarizer is not shown them (:func:`readable`).
 _OPAQUE_KEYS = frozenset({"encrypted_content", "signature", "thought_signature"})
 
 
+#: Fields providers read a data URL in as media: an image's (``image_url``, as a string or
+#: ``{"url": ...}``), a file's (``file_data``). A data URL anywhere else (a command's stdout,
+#: a log line) is text the model reads, and counts as text.
+_MEDIA_URL_KEYS = frozenset({"image_url", "url", "file_data"})
+#: Gemini's blob fields, holding ``mime_type`` and ``data``.
+_BLOB_KEYS = frozenset({"inline_data", "inlineData"})
+_MEDIA_TYPE = re.compile(r"[a-z]+/[\w.+-]+", re.IGNORECASE)
+_BASE64 = re.compile(r"[A-Za-z0-9+/=_\-\s]+")
+
+
 def split_media(value: Any) -> tuple[Any, list[Part]]:
     """(``value`` with every embedded media payload emptied, the media as parts).
 
-    Media found: a ``data:...;base64,`` URL in any string field; a ``{"type": "base64",
-    "media_type", "data"}`` source (Anthropic's); Gemini's ``inline_data`` (``mime_type``,
-    ``data``); the ``result`` of an ``image_generation_call`` (a base64 image). ``value`` is
-    not changed: what holds media is copied.
+    Media found: a ``data:<type>;base64,`` URL in an ``image_url``, ``url`` or ``file_data``
+    field; a ``{"type": "base64", "media_type", "data"}`` source (Anthropic's); Gemini's
+    ``inline_data`` (``mime_type``, ``data``); the ``result`` of an ``image_generation_call``
+    (a base64 image). Each has a media type and a base64 payload, else it is text. ``value``
+    is not changed: what holds media is copied.
     """
     media: list[Part] = []
-    return _split(value, media, ""), media
+    return _split(value, media, "", None), media
 
 
-def _split(value: Any, media: list[Part], left: str) -> Any:
-    """``value`` with its payloads replaced by ``left`` (each added to ``media``)."""
+def _split(value: Any, media: list[Part], left: str, key: object) -> Any:
+    """``value`` (the field ``key`` of its parent) with its payloads replaced by ``left``
+    (each added to ``media``)."""
     if isinstance(value, str):
-        if value.startswith("data:"):
-            media_type, payload = _parse_data_url(value)
-            if payload:
-                media.append(_part(media_type, payload))
+        if key in _MEDIA_URL_KEYS and value.startswith("data:"):
+            media_type, encoded = _parse_data_url(value)
+            if encoded and _is_media(media_type, encoded):
+                media.append(_part(media_type, encoded))
                 return left
         return value
     if isinstance(value, list | tuple):
-        items = [_split(v, media, left) for v in value]
+        items = [_split(v, media, left, key) for v in value]
         return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
     if not isinstance(value, Mapping):
         return value
-    found = _payload(value)
+    found = _payload(value, key)
     if found is not None:
-        key, media_type, payload = found
+        field, media_type, payload = found
         media.append(_part(media_type, payload))
-        return {k: (left if k == key else _split(v, media, left)) for k, v in value.items()}
-    fields = {k: _split(v, media, left) for k, v in value.items()}
+        return {k: (left if k == field else _split(v, media, left, k)) for k, v in value.items()}
+    fields = {k: _split(v, media, left, k) for k, v in value.items()}
     return fields if any(fields[k] is not v for k, v in value.items()) else value
 
 
-def _payload(value: Mapping[Any, Any]) -> tuple[str, str | None, str] | None:
-    """(key, media type, base64) of the payload a mapping holds itself, if it holds one."""
+def _payload(value: Mapping[Any, Any], key: object) -> tuple[str, str | None, str | bytes] | None:
+    """(field, media type, base64) of the payload a mapping (the field ``key`` of its parent)
+    holds itself, if it holds one."""
     kind = value.get("type")
     data = value.get("data")
-    if kind == "base64" and isinstance(data, str) and data:
+    if kind == "base64" and isinstance(data, str):
         media_type = value.get("media_type")
-        return "data", media_type if isinstance(media_type, str) else None, data
-    mime = value.get("mime_type", value.get("mimeType"))
-    if isinstance(mime, str) and isinstance(data, str) and data and "type" not in value:
-        return "data", mime, data  # Gemini inline_data (in its dict form)
+        if isinstance(media_type, str) and _is_media(media_type, data):
+            return "data", media_type, data
+        return None
+    if key in _BLOB_KEYS:
+        mime = value.get("mime_type", value.get("mimeType"))
+        if isinstance(mime, str) and isinstance(data, bytes) and data:
+            return "data", mime, data  # a google-genai object's dump
+        if isinstance(mime, str) and isinstance(data, str) and _is_media(mime, data):
+            return "data", mime, data
+        return None
     result = value.get("result")
-    if kind == "image_generation_call" and isinstance(result, str) and result:
+    if kind == "image_generation_call" and isinstance(result, str) and _is_media("image/", result):
         fmt = value.get("output_format")
         return "result", f"image/{fmt if isinstance(fmt, str) else 'png'}", result
     return None
 
 
-def _part(media_type: str | None, payload: str) -> Part:
+def _is_media(media_type: str | None, payload: object) -> bool:
+    """A payload of media: a media type (``image/png``; ``image/`` for one implied) and
+    base64 text."""
+    return (
+        isinstance(payload, str)
+        and bool(payload)
+        and media_type is not None
+        and (media_type.endswith("/") or _MEDIA_TYPE.fullmatch(media_type) is not None)
+        and _BASE64.fullmatch(payload) is not None
+    )
+
+
+def _part(media_type: str | None, payload: str | bytes) -> Part:
     media = (media_type or "").lower()
     kind: PartKind
     if media.startswith("image/"):
@@ -90,10 +122,15 @@ def _part(media_type: str | None, payload: str) -> Part:
     return Part(kind, media_type=media_type, data=payload)
 
 
+def has_media(value: Any) -> bool:
+    """Whether ``value`` holds an embedded media payload (see :func:`split_media`)."""
+    return bool(split_media(value)[1])
+
+
 def readable(value: Any) -> Any:
     """``value`` as a summarizer may be shown it: media payloads marked as not shown, opaque
     fields (encrypted content, signatures) left out."""
-    return _without_opaque(_split(value, [], "(not shown)"))
+    return _without_opaque(_split(value, [], "(not shown)", None))
 
 
 def _without_opaque(value: Any) -> Any:

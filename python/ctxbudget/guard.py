@@ -65,6 +65,7 @@ from ctxbudget.overflow import OverflowInfo, classify_overflow
 from ctxbudget.pairing_cache import GrowingPairing
 from ctxbudget.prune import PruneConfig, Pruner, make_budget
 from ctxbudget.request import RequestEstimate, RequestEstimator, check_max_tokens
+from ctxbudget.result_size import ResultSizer
 from ctxbudget.summary_memory import SummaryMemory
 from ctxbudget.summary_prompt import largest_summary
 from ctxbudget.turns import PairingError, ScanCache, resolve_ids
@@ -336,6 +337,7 @@ class ContextGuard:
         else:
             self.tracker = None
         self._raw = RequestEstimator(model, format=format, **self._estimator_args)
+        self._sizer = ResultSizer(self._raw, media=self.config.prune_media)
         # This guard's key in the tracker: guards sharing one keep their own anchors (on
         # one key, each guard's report replaced the other's, and no estimate was anchored).
         self._conversation = object()
@@ -344,8 +346,8 @@ class ContextGuard:
         self._scans: dict[str, ScanCache] = {}
         self._pairing = GrowingPairing()
         self._fits_seen = SeenFits()
-        self._candidates = StubCandidates(self.encoding, self.config)
-        self._sticky = StickyStubs()
+        self._candidates = StubCandidates(self._sizer, self.config)
+        self._sticky = StickyStubs(drop_media=self.config.prune_media)
         # Calibrated / raw input of the last request (what the provider counts per estimated
         # token); a cold guard starts from the tracker's cold factor.
         self._ratio = self.tracker.cold_factor if self.tracker is not None else 1.0
@@ -353,6 +355,9 @@ class ContextGuard:
         self._limit: StatedLimit | None = None
         self._memory = SummaryMemory()
         self._ids = CallIdRenamer()
+        # The most uncalibrated input to send after overflows that stated no count (None:
+        # no such overflow since calibration last learned from an accepted request).
+        self._ceiling: int | None = None
 
     def invalidate(self, message: Any = None) -> None:
         """Forget what was read of ``message`` (or of every message, when it is None) after
@@ -371,7 +376,7 @@ class ContextGuard:
             self._scans.clear()
             self._pairing = GrowingPairing()
             self._fits_seen = SeenFits()
-            self._candidates = StubCandidates(self.encoding, self.config)
+            self._candidates = StubCandidates(self._sizer, self.config)
 
     # -- copies and pickles
 
@@ -404,6 +409,7 @@ class ContextGuard:
                 "conversation": self._conversation,
                 "ratio": self._ratio,
                 "limit": self._limit,
+                "ceiling": self._ceiling,
                 "memory": copy.copy(self._memory),
                 "sticky": copy.copy(self._sticky),
             }
@@ -413,6 +419,7 @@ class ContextGuard:
         self._own_tracker = state["own_tracker"]
         self._conversation = state["conversation"]
         self._ratio, self._limit = state["ratio"], state["limit"]
+        self._ceiling = state["ceiling"]
         self._memory, self._sticky = state["memory"], state["sticky"]
 
     def __copy__(self) -> ContextGuard:
@@ -554,7 +561,8 @@ class ContextGuard:
                 second = classify_overflow(again)
                 if second is None:
                     raise
-                self._observe_overflow(retry, second)
+                if self._observe_overflow(retry, second) is None:
+                    self._note_refused(retry)
                 self._note_limit(second, retry, max_tokens)
                 raise ContextOverflowError.from_info(
                     second, model=self.model, reason="still too long after one recovery"
@@ -577,6 +585,8 @@ class ContextGuard:
         """The retry after the provider's overflow ``info`` (SPEC F3-F5)."""
         measured = self._observe_overflow(request, info)
         self._note_limit(info, request, call.max_tokens)
+        if measured is None:
+            self._note_refused(request)
         lowered = self._lower_output(request, info)
         if lowered is not None:
             return lowered
@@ -599,9 +609,12 @@ class ContextGuard:
         try:
             retry = yield from self._prepare(call, request.max_tokens, "overflow", room)
         except ContextBudgetError as exc:
-            raise ContextOverflowError.from_info(
+            failed = ContextOverflowError.from_info(
                 info, model=self.model, reason=f"recovery could not make it fit: {exc}"
-            ) from error
+            )
+            if call.compaction_failed:  # why compaction did not make room (a summarizer down)
+                add_note(failed, f"compaction was tried and failed: {call.compaction_failed[-1]}")
+            raise failed from error
         if (
             _same_messages(retry.messages, request.messages)
             and retry.max_tokens == request.max_tokens
@@ -669,6 +682,15 @@ class ContextGuard:
         )  # fmt: skip
         self._limit = stated
 
+    def _note_refused(self, request: GuardedRequest) -> None:
+        """After an overflow that stated no count: the next requests stay under the one
+        refused (by its uncalibrated estimate), until one is accepted with a usage report
+        that calibration learns from. A refusal with no count teaches calibration nothing:
+        without this ceiling, every later turn sent the same refused request and its
+        refused retry."""
+        cap = request.estimate.raw.total - 1
+        self._ceiling = cap if self._ceiling is None else min(self._ceiling, cap)
+
     def _lift_limit(self, request: GuardedRequest, reported: int | None) -> None:
         """Forget the provider's stated limit once it accepted more than it allowed."""
         stated = self._limit
@@ -700,6 +722,9 @@ class ContextGuard:
         # repair, compaction's cuts); the summary memory matches the caller's own objects
         history = self._ids.apply(call.fmt, self._memory.apply(call.fmt, call.messages))
         room = replace(room or Room(), base=self._available(max_tokens))
+        if self._ceiling is not None:
+            cap = self._ceiling if room.raw_cap is None else min(room.raw_cap, self._ceiling)
+            room = replace(room, raw_cap=cap)
         self._pruner.budget = self._pruner_budget(room.lowest, max_tokens)
 
         def view_of(msgs: list[Any]) -> tuple[list[Any], CalibratedEstimate, bool]:
@@ -958,10 +983,13 @@ class ContextGuard:
                 self._lift_limit(request, reported)  # (the tracker logs an implausible one)
             if self.tracker is None:
                 return False
-            return self.tracker.observe(
+            learned = self.tracker.observe(
                 request.messages, usage, system=request.system, tools=request.tools,
                 raw=request.estimate.raw, conversation=self._conversation,
             )  # fmt: skip
+            if learned:
+                self._ceiling = None  # calibration knows what the provider counts now
+            return learned
         except Exception:  # a usage report we cannot read must not lose the response
             logger.warning("could not read the usage report of the response", exc_info=True)
             return False

@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxbudget.prune import PruneConfig
+from ctxbudget.result_size import ResultSizer
 from ctxbudget.selection import select_largest
 from ctxbudget.stubs import in_history_type, is_stub, replace_results, results_ref, stub_text
 from ctxbudget.tokens import estimate_tokens
-from ctxbudget.turns import MessageInfo, check_pairing, resolve_ids, result_text
+from ctxbudget.turns import MessageInfo, check_pairing, resolve_ids
 
 __all__ = ["StickyStubs", "StubCandidates", "stub_largest"]
 
@@ -44,9 +45,10 @@ class StubCandidates:
     the message the caller holds.
     """
 
-    def __init__(self, encoding: str, config: PruneConfig) -> None:
-        self.encoding = encoding
+    def __init__(self, sizer: ResultSizer, config: PruneConfig) -> None:
+        self.encoding = sizer.encoding
         self.config = config
+        self._sizer = sizer
         self._seen: dict[tuple[int, int], tuple[Any, Any, tuple[str, int] | None]] = {}
         self._copies: dict[int, tuple[Any, Any]] = {}  # id(copy) -> (copy, message it stands for)
 
@@ -86,13 +88,12 @@ class StubCandidates:
 
     def _stub(self, fmt: str, m: Any, slot: int, tool: str | None) -> tuple[str, int] | None:
         """(stub text, tokens it saves) of one result; ``None`` when it saves nothing."""
-        text, _ = result_text(fmt, m, slot)
-        if not text or is_stub(text, self.config.head_chars):
+        size, text, media = self._sizer.size(fmt, m, slot)
+        if not size or is_stub(text, self.config.head_chars):
             return None
-        size = estimate_tokens(text, self.encoding)
         stub = stub_text(
             tool, text, size, head_chars=self.config.head_chars,
-            head_lines=self.config.head_lines,
+            head_lines=self.config.head_lines, media=media,
         )  # fmt: skip
         gain = size - estimate_tokens(stub, self.encoding)
         return (stub, gain) if gain > 0 else None
@@ -139,8 +140,9 @@ def stub_largest(
         c = found[k]
         by_message.setdefault(c.index, {})[c.slot] = c.stub
     out = list(view)
+    drop_media = candidates.config.prune_media
     for i, slots in by_message.items():
-        out[i] = replace_results(fmt, view[i], slots)
+        out[i] = replace_results(fmt, view[i], slots, drop_media=drop_media)
     out = in_history_type(out, view)
     check_pairing(_resolved(fmt, infos), _resolved(fmt, rescan(out)), "stubbing")
     made = [
@@ -158,15 +160,17 @@ class StickyStubs:
     and sent whole they would overflow again (a result the estimate under-counts). The
     stubbed message is the same object every time (a stable view)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, drop_media: bool = True) -> None:
+        self.drop_media = drop_media  # as the stubs were made (PruneConfig.prune_media)
         # id(message) -> (message, its results field, slot -> stub, the stubbed message)
         self._by_id: dict[int, tuple[Any, Any, dict[int, str], Any]] = {}
         # id(stubbed message) -> the message it stands for (a later stub in the same
         # message is recorded against the stubbed copy the view held)
         self._origin: dict[int, tuple[Any, Any]] = {}
         self._at: dict[int, int] = {}  # id(message) -> where it was in the last view
-        # (message, slot -> stub) of a copy or an unpickled state, not yet found in a view
-        self._loose: list[tuple[Any, dict[int, str]]] = []
+        # (message, slot -> stub, where it was in the last view) of a copy, an unpickled
+        # state or a history loaded anew, not yet found in a view
+        self._loose: list[tuple[Any, dict[int, str], int | None]] = []
 
     def remember(self, fmt: str, made: Sequence[tuple[Any, int, str]]) -> None:
         """Add the ``(message, slot, stub)`` of results stubbed in an accepted request."""
@@ -178,7 +182,8 @@ class StickyStubs:
             slots[slot] = stub
             # in the history's own type (a google-genai Content stays one): the view holds
             # this very object, which a later stub in the same message is recorded against
-            stubbed = in_history_type([replace_results(fmt, original, slots)], [original])[0]
+            new = replace_results(fmt, original, slots, drop_media=self.drop_media)
+            stubbed = in_history_type([new], [original])[0]
             ref = results_ref(fmt, original)
             self._by_id[id(original)] = (original, ref, slots, stubbed)
             self._origin[id(stubbed)] = (stubbed, original)
@@ -193,7 +198,7 @@ class StickyStubs:
         found = self._find(view)
         if len(found) < len(self._by_id):
             # not the same objects: a history rebuilt from storage each turn holds equal ones
-            self._loose = [(v[0], v[2]) for k, v in self._by_id.items() if k not in found]
+            self._loose = [self._loosened(k) for k in self._by_id if k not in found]
             self._by_id = {k: self._by_id[k] for k in found}
             self._bind(fmt, view)
             found = self._find(view)
@@ -214,29 +219,45 @@ class StickyStubs:
         stay, and its stubbed copy is made again from what it holds on the next :meth:`apply`
         (a copy made before the edit would send the old message)."""
         for key in [k for k in self._by_id if message is None or k == id(message)]:
-            original, _, slots, _ = self._by_id.pop(key)
-            self._loose.append((original, slots))
+            self._loose.append(self._loosened(key))
+            del self._by_id[key]
         self._origin = {id(v[3]): (v[3], v[0]) for v in self._by_id.values()}
 
     def __getstate__(self) -> dict[str, Any]:
         """The stubs kept, each with the message it stands for (a copy of the state holds those
         messages, unpickled as other objects): the next :meth:`apply` finds each message in its
         view, the same object or an equal one, and keeps the stubs of those it found."""
-        kept = [(v[0], dict(v[2])) for v in self._by_id.values()]
-        return {"loose": kept + [(m, dict(slots)) for m, slots in self._loose]}
+        kept = [self._loosened(k) for k in self._by_id]
+        loose = kept + [(m, dict(slots), at) for m, slots, at in self._loose]
+        return {"loose": loose, "drop_media": self.drop_media}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__()  # type: ignore[misc]
+        self.__init__(drop_media=state["drop_media"])  # type: ignore[misc]
         self._loose = list(state["loose"])
+
+    def _loosened(self, key: int) -> tuple[Any, dict[int, str], int | None]:
+        """The loose form of the stubs kept for the message ``key``."""
+        original, _, slots, _ = self._by_id[key]
+        return original, dict(slots), self._at.get(key)
 
     def _bind(self, fmt: str, view: list[Any]) -> None:
         """Remember the loose stubs again for the messages of ``view`` they stand for."""
         loose, self._loose = self._loose, []
-        for original, slots in loose:
-            for m in view:
-                if m is original or (id(m) not in self._by_id and _equal(m, original)):
-                    self.remember(fmt, [(m, slot, stub) for slot, stub in slots.items()])
-                    break
+        present = {id(m) for m in view}
+        for original, slots, at in loose:
+            # the same object when it is still there (an equal one before it is another
+            # message: the same output twice), else an equal one not bound yet: the one where
+            # it was, else the first
+            found = original if id(original) in present and _holds(view, original) else None
+            if found is None and at is not None and at < len(view):
+                there = view[at]
+                found = there if id(there) not in self._by_id and _equal(there, original) else None
+            if found is None:
+                found = next(
+                    (m for m in view if id(m) not in self._by_id and _equal(m, original)), None
+                )
+            if found is not None:
+                self.remember(fmt, [(found, slot, stub) for slot, stub in slots.items()])
 
     def _find(self, view: list[Any]) -> dict[int, int]:
         """id -> index in ``view`` of the remembered messages it holds: where they were
@@ -255,6 +276,11 @@ class StickyStubs:
             for i, m in enumerate(view)
             if id(m) in self._by_id and self._by_id[id(m)][0] is m
         }
+
+
+def _holds(view: list[Any], message: Any) -> bool:
+    """Whether ``view`` holds ``message`` itself."""
+    return any(m is message for m in view)
 
 
 def _equal(a: Any, b: Any) -> bool:

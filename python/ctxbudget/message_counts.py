@@ -183,6 +183,12 @@ def _count_parts(
             text += t + a
             attach += at
             exact = exact and ex
+            # a Gemini function response's media (FunctionResponse.parts), kept as they came
+            fr = p.extra.get("_fr") if p.provider == "gemini" else None
+            for found in split_media(fr.get("parts"))[1] if isinstance(fr, Mapping) else ():
+                tokens, ex = media_tokens(found, rule, count)
+                attach += tokens
+                exact = exact and ex
         elif kind == "other":
             extra = public_fields(p.extra)
             if extra:

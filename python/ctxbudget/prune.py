@@ -42,8 +42,10 @@ What is pruned:
    ``run_start=True``) gets a result saying the run stopped, so pairing is valid. The next
    request is then valid and small.
 
-Stubs keep the call id and the result's place, name the tool, give the original size in
-tokens and the first lines, and say how to get the data again (see :mod:`ctxbudget.stubs`).
+An output's size counts the base64 images and documents it carries (a computer-use
+screenshot: :mod:`ctxbudget.result_size`), which go with its stub (``prune_media``). Stubs
+keep the call id and the result's place, name the tool, give the original size in tokens and
+the first lines, and say how to get the data again (see :mod:`ctxbudget.stubs`).
 The output's tool-call pairing is checked with :func:`ctxbudget.validate_pairing`; a rewrite
 that would add a violation raises :class:`~ctxbudget.turns.PairingError` (it cannot happen by
 construction; the check is the guarantee).
@@ -74,6 +76,7 @@ from ctxbudget.prune_index import (
     unanswered_calls,
 )
 from ctxbudget.request import RequestEstimate, RequestEstimator
+from ctxbudget.result_size import ResultSizer
 from ctxbudget.stubs import (
     history_model,
     missing_text,
@@ -89,7 +92,6 @@ from ctxbudget.turns import (
     ScanCache,
     check_pairing,
     resolve_ids,
-    result_text,
     scan_error,
 )
 
@@ -113,6 +115,10 @@ class PruneConfig:
         min_output_tokens: Outputs smaller than this are never stubbed (a stub costs ~80).
         head_chars: Characters of the output's beginning kept in its stub.
         head_lines: Lines of the output's beginning kept in its stub.
+        prune_media: Images and documents a tool returned (base64: a computer-use
+            screenshot, a rendered page) count in its output's size and go with its stub
+            (the stub says how many). ``False``: outputs are weighed by their text, and a
+            stub keeps them (an output that is only a screenshot is then never stubbed).
     """
 
     tail_fraction: float = 0.25
@@ -124,6 +130,7 @@ class PruneConfig:
     min_output_tokens: int = 200
     head_chars: int = 200
     head_lines: int = 4
+    prune_media: bool = True
 
     def __post_init__(self) -> None:
         for name in ("tail_min", "tail_max", "min_turns", "min_output_tokens", "head_chars",
@@ -135,6 +142,8 @@ class PruneConfig:
                 raise TypeError(f"{name} must be an int, not {type(value).__name__}")
             if not 0 <= value < 1 << 62:
                 raise ValueError(f"{name} must be within [0, 2**62), got {value}")
+        if not isinstance(self.prune_media, bool):
+            raise TypeError(f"prune_media must be a bool, not {type(self.prune_media).__name__}")
         if not 0 <= self.tail_fraction <= 1:
             raise ValueError("tail_fraction must be within [0, 1]")
         if not 0 <= self.tail_min <= self.tail_max:
@@ -342,6 +351,7 @@ class Pruner:
         self._view_est.share_counts(self._history_est)
         self.encoding = self._history_est.encoding
         self._counter = counter
+        self._sizer = ResultSizer(self._history_est, media=self.config.prune_media)
         # Reentrant: an on_event callback may call back into this Pruner.
         self._lock = threading.RLock()
         self._scan: ScanCache | None = None
@@ -350,7 +360,8 @@ class Pruner:
         # scan caches of the format it was read in.
         self._fits_seen = SeenFits(keeps_decided=True)
         self._undecided: dict[str, tuple[ScanCache, ScanCache]] = {}
-        self._sizes: dict[tuple[int, int], tuple[Any, Any, int, str]] = {}
+        # (id(message), slot) -> (message, its results field, tokens, text, media pieces)
+        self._sizes: dict[tuple[int, int], tuple[Any, Any, int, str, int]] = {}
         # Results the last view added for calls that had none, and the calls they answer.
         self._inserted: dict[tuple[Any, ...], tuple[Any, Any, Any]] = {}
         self._lost: frozenset[tuple[int, str]] = frozenset()
@@ -445,16 +456,21 @@ class Pruner:
         return fmt, self._scan, self._view_scan
 
     def _size(self, fmt: str, m: Any, slot: int) -> tuple[int, str]:
-        """(tokens, text) of one tool output, cached per message object and content."""
+        """(tokens, text) of one tool output (its media included: :class:`ResultSizer`),
+        cached per message object and content."""
         key = (id(m), slot)
         ref = results_ref(fmt, m)
         hit = self._sizes.get(key)
         if hit is not None and hit[0] is m and hit[1] is ref:
             return hit[2], hit[3]
-        text, _ = result_text(fmt, m, slot)
-        tokens = estimate_tokens(text, self.encoding) if text else 0
-        self._sizes[key] = (m, ref, tokens, text)
+        tokens, text, media = self._sizer.size(fmt, m, slot)
+        self._sizes[key] = (m, ref, tokens, text, media)
         return tokens, text
+
+    def _media(self, m: Any, slot: int) -> int:
+        """The media pieces of an output :meth:`_size` weighed."""
+        hit = self._sizes.get((id(m), slot))
+        return hit[4] if hit is not None and hit[0] is m else 0
 
     def _prune(
         self,
@@ -594,13 +610,14 @@ class Pruner:
                 interrupted=kind == "interrupted",
                 head_chars=cfg.head_chars,
                 head_lines=cfg.head_lines,
+                media=self._media(m, slot),
             )
             stub_tokens = estimate_tokens(stub, self.encoding)
             if stub_tokens >= tokens:
                 continue
             texts[slot] = stub
             done.append((rid or "", tool, tokens, stub_tokens, kind, slot, stub))
-        new = replace_results(fmt, m, texts) if texts else m
+        new = replace_results(fmt, m, texts, drop_media=cfg.prune_media) if texts else m
         self._stubs[key] = (m, ref, new, tuple(done))
         return new, tuple(done), bool(texts)
 

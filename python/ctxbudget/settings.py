@@ -6,6 +6,7 @@ str``) or never (a negative margin lowering every estimate below zero).
 
 from __future__ import annotations
 
+import decimal
 import math
 import numbers
 
@@ -13,16 +14,19 @@ __all__ = ["check_count", "check_real"]
 
 
 def check_count(name: str, value: object, *, minimum: int = 0) -> None:
-    """Refuse ``value`` unless it is an integer (any integer type, not a bool) of at least
-    ``minimum``.
+    """Refuse ``value`` unless it is a whole number (any integer type, or a float or
+    ``Decimal`` without a fraction: ``2e4``; not a bool) of at least ``minimum``.
 
     Raises:
-        TypeError: Not an integer.
+        TypeError: Not a whole number.
         ValueError: Below ``minimum``.
     """
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    whole = isinstance(value, numbers.Integral) or (
+        isinstance(value, float | decimal.Decimal) and math.isfinite(value) and value % 1 == 0
+    )
+    if isinstance(value, bool) or not whole:
         raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if value < minimum:
+    if value < minimum:  # type: ignore[operator]
         raise ValueError(f"{name} must be at least {minimum}, got {value}")
 
 
@@ -34,7 +38,7 @@ def check_real(name: str, value: object, *, minimum: float = 0.0, above: bool = 
         TypeError: Not a real number.
         ValueError: Not finite, or out of range.
     """
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real | decimal.Decimal):
         raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
     if not math.isfinite(value):
         raise ValueError(f"{name} must be finite, got {value}")

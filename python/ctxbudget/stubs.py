@@ -2,9 +2,10 @@
 
 A stub replaces the text of a tool result. It keeps the result where it was, with its call id
 (so pairing stays valid), and says in its text: which tool, how big the output was, how it
-began, and how to get the data again. Non-text parts of the result (images, documents) are
-kept as they are, and so is every other block of the message (Anthropic and Gemini carry
-several results, or text, in one message).
+began, and how to get the data again. The result's base64 images and documents go with it
+when the pruning weighed them (``PruneConfig.prune_media``; the stub says how many), else
+they are kept as they are; every other block of the message is kept (Anthropic and Gemini
+carry several results, or text, in one message).
 
 Changed messages are new objects made by shallow copies: every block, part and attachment
 that is not replaced is the caller's own object, shared and never modified.
@@ -13,8 +14,8 @@ The three texts, verbatim (``{...}`` filled in):
 
 ``PRUNED``::
 
-    [ctxbudget: tool output pruned] {tool} returned {tokens} tokens ({lines} lines); the output
-    was removed from the context to save space. It began:
+    [ctxbudget: tool output pruned] {tool} returned {tokens} tokens ({lines} lines[, {n} images
+    or files]); the output was removed from the context to save space. It began:
     {head}
     [...]
     To see it again, call {tool} again with a narrower request (a filter, a line range, a
@@ -41,6 +42,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ctxbudget.embedded_media import has_media
 from ctxbudget.formats.common import as_mapping
 
 __all__ = ["STUB_PREFIX", "is_stub", "missing_text", "stub_text"]
@@ -108,8 +110,10 @@ def stub_text(
     interrupted: bool = False,
     head_chars: int = 200,
     head_lines: int = 4,
+    media: int = 0,
 ) -> str:
-    """The stub that replaces a tool output (see the module docstring for the wording).
+    """The stub that replaces a tool output (see the module docstring for the wording);
+    ``media``: the images and documents it held, which go with it.
 
     >>> print(stub_text("bash", "a.py\\nb.py\\n" * 50, 1200, head_lines=2))
     [ctxbudget: tool output pruned] bash returned 1,200 tokens (100 lines); the output was \
@@ -123,7 +127,8 @@ smaller limit) or read the data in parts.
     name = tool or "the tool"
     lines = _line_count(text)
     head, cut = _head(text, head_chars, head_lines)
-    size = f"{tokens:,} tokens ({lines:,} line{'s' if lines != 1 else ''})"
+    held = f", {media:,} image{'s' if media != 1 else ''} or file{'s' if media != 1 else ''}"
+    size = f"{tokens:,} tokens ({lines:,} line{'s' if lines != 1 else ''}{held if media else ''})"
     began = f" It began:\n{head}\n" + ("[...]\n" if cut else "") if head else "\n"
     if interrupted:
         return (
@@ -171,36 +176,52 @@ def results_ref(fmt: str, m: Any) -> Any:
 # --------------------------------------------------------------------------- writers
 
 
-def _keep_non_text(content: Any, text_types: tuple[str, ...]) -> list[Any]:
+def _keep_non_text(content: Any, text_types: tuple[str, ...], drop_media: bool) -> list[Any]:
+    """The blocks of a result's content that are not text (with ``drop_media``, nor base64
+    media: they go with the stub)."""
     if not isinstance(content, list):
         return []
-    return [b for b in content if not (isinstance(b, Mapping) and b.get("type") in text_types)]
+    return [
+        b
+        for b in content
+        if not (isinstance(b, Mapping) and b.get("type") in text_types)
+        and not (drop_media and has_media(_block(b)))
+    ]
 
 
-def replace_results(fmt: str, message: Any, stubs: Mapping[int, str]) -> dict[str, Any]:
+def replace_results(
+    fmt: str, message: Any, stubs: Mapping[int, str], *, drop_media: bool = False
+) -> dict[str, Any]:
     """A new message with the results at ``stubs``' slots replaced by their stub texts.
 
-    Everything else is shared with ``message`` (a shallow copy of the message, and of the
-    changed block or part only).
+    Non-text parts of a replaced result are kept, but for base64 media with ``drop_media``
+    (the stub says how many went: :func:`stub_text`); a ``computer_call_output``, whose
+    output is a screenshot and nothing else, then holds a blank one. Everything else is
+    shared with ``message`` (a shallow copy of the message, and of the changed block or
+    part only).
     """
     m: dict[str, Any] = dict(message) if isinstance(message, Mapping) else _dump(message)
     if fmt == "openai_chat":
         (text,) = stubs.values()
         # a tool message's image or file parts (providers that take them there) are kept
-        kept = _keep_non_text(m.get("content"), ("text",))
+        kept = _keep_non_text(m.get("content"), ("text",), drop_media)
         m["content"] = [{"type": "text", "text": text}, *kept] if kept else text
     elif fmt == "openai_responses":
         (text,) = stubs.values()
         if m.get("type") == "shell_call_output":
             m["output"] = [_shell_stub(m.get("output"), text)]
+        elif m.get("type") == "computer_call_output":
+            if drop_media:
+                m["output"] = {"type": "computer_screenshot", "image_url": _BLANK_SCREENSHOT}
         else:
-            kept = _keep_non_text(m.get("output"), ("input_text", "output_text", "text"))
+            types = ("input_text", "output_text", "text")
+            kept = _keep_non_text(m.get("output"), types, drop_media)
             m["output"] = [{"type": "input_text", "text": text}, *kept] if kept else text
     elif fmt == "anthropic":
         content = list(m["content"])
         for slot, text in stubs.items():
             block = dict(_block(content[slot]))
-            kept = _keep_non_text(block.get("content"), ("text",))
+            kept = _keep_non_text(block.get("content"), ("text",), drop_media)
             block["content"] = [{"type": "text", "text": text}, *kept] if kept else text
             content[slot] = block
         m["content"] = content
@@ -211,6 +232,8 @@ def replace_results(fmt: str, message: Any, stubs: Mapping[int, str]) -> dict[st
             key = "function_response" if "function_response" in part else "functionResponse"
             fr = dict(part[key])
             fr["response"] = {"result": text}
+            if drop_media and has_media(fr.get("parts")):
+                fr.pop("parts")
             part[key] = fr
             parts[slot] = part
         m["parts"] = parts

@@ -588,6 +588,22 @@ def result_text(fmt: str, message: Any, slot: int) -> tuple[str, int]:
     return json.dumps(response, ensure_ascii=False, default=str), 0
 
 
+def result_payload(fmt: str, message: Any, slot: int) -> Any:
+    """What one tool result holds beside its text, where media would be: a Chat tool
+    message's content, a Responses output, an Anthropic ``tool_result``'s content, a Gemini
+    function response's ``parts``."""
+    m = as_mapping(message)
+    if fmt == "openai_chat":
+        return m.get("content")
+    if fmt == "openai_responses":
+        return m.get("output")
+    if fmt == "anthropic":
+        return as_mapping(m["content"][slot]).get("content")
+    part = as_mapping(m["parts"][slot])
+    fr = _gem_get(part, "function_response", "functionResponse") or {}
+    return fr.get("parts")
+
+
 def _texts(content: Any, text_types: tuple[str, ...]) -> tuple[str, int]:
     """Text of a result's content; "" for content that is not text (a screenshot object)."""
     if isinstance(content, str):

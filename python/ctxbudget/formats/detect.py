@@ -45,8 +45,9 @@ _PART_FITS: dict[str, frozenset[MessageFormat]] = {
 _DICT_FITS = frozenset({_CHAT, _RESP, _ANTH})
 #: Roles of instructions inside the list: Chat Completions and Responses. Anthropic lists may
 #: hold ``system`` messages too (``SystemMessageParam``), but a list that starts with one is
-#: far more often Chat Completions (sent through a compatible API to any model): one tells
-#: Anthropic by its blocks, or by ``format="anthropic"``.
+#: far more often Chat Completions (sent through a compatible API to any model): such an
+#: Anthropic list is read with ``format="anthropic"``; one whose Anthropic blocks come before
+#: its first system message is told by them.
 _INSTRUCTION_FITS = frozenset({_CHAT, _RESP})
 
 

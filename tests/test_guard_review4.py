@@ -1,0 +1,165 @@
+"""Guard review, fourth round: an overflow that states no count, refused again on the retry,
+leaves a ceiling under what was refused (every later turn repeated the same two refused
+sends), lifted once calibration learns from an accepted request."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from ctxbudget import (
+    CalibrationTracker,
+    ContextBudgetError,
+    ContextGuard,
+    ContextOverflowError,
+    ContextWindowBudget,
+    GuardedRequest,
+    classify_overflow,
+)
+
+WINDOW = 32_000
+#: The Responses API's overflow: no count in it.
+COUNTLESS = "Your input exceeds the context window of this model. Please adjust your input."
+
+
+def countless_overflow() -> openai.BadRequestError:
+    body = {
+        "error": {
+            "message": COUNTLESS,
+            "type": "invalid_request_error",
+            "param": "input",
+            "code": "context_length_exceeded",
+        }
+    }
+    request = httpx.Request("POST", "https://api.openai.com/v1/responses")
+    response = httpx.Response(400, request=request, json=body)
+    return openai.BadRequestError(COUNTLESS, response=response, body=body["error"])
+
+
+def lines(tag: str, n: int) -> str:
+    return "".join(f"{tag} line {i}: some log output value={i * 7919 % 1000}\n" for i in range(n))
+
+
+def pasted_then_tools() -> list[dict[str, Any]]:
+    """Text the user pasted (not prunable), then four large tool outputs (the fresh tail)."""
+    history: list[dict[str, Any]] = []
+    for i in range(20):
+        history += [
+            {"role": "user", "content": "Please review this:\n" + lines(f"u{i}", 64)},
+            {"role": "assistant", "content": "Reviewed: " + "the code looks fine. " * 20},
+        ]
+    history.append({"role": "user", "content": "Now check the logs."})
+    for i in range(4):
+        args = json.dumps({"n": i})
+        history += [
+            {"type": "function_call", "call_id": f"c{i}", "name": "read_log", "arguments": args},
+            {"type": "function_call_output", "call_id": f"c{i}", "output": lines(f"log{i}", 100)},
+        ]
+    return history
+
+
+@pytest.mark.parametrize("calibration", [True, False])
+def test_a_countless_overflow_refused_twice_is_not_sent_again(calibration: bool) -> None:
+    """The provider counts 1.5 times the estimate and says only "too long". The turn that
+    meets it fails (two refused sends); the next one is sent under what was refused and
+    accepted, at once."""
+    sends: list[list[int]] = []
+
+    def send(request: GuardedRequest) -> dict[str, Any]:
+        count = int(request.estimate.raw.total * 1.5)
+        sends[-1].append(request.attempt)
+        if count + (request.max_tokens or 0) > WINDOW:
+            raise countless_overflow()
+        return {"usage": {"input_tokens": count}}
+
+    budget = ContextWindowBudget(WINDOW, reserved_output=1_000, margin=0)
+    guard = ContextGuard("gpt-4o", budget=budget, calibration=calibration)
+    history = pasted_then_tools()
+    sends.append([])
+    with pytest.raises(ContextOverflowError):
+        guard.send(send, history, max_tokens=1_000)
+    assert sends[-1] == [1, 2]
+    for _ in range(3):
+        history += [
+            {"type": "message", "role": "assistant", "content": "Checked."},
+            {"role": "user", "content": "Go on."},
+        ]
+        sends.append([])
+        guard.send(send, history, max_tokens=1_000)
+        assert sends[-1] == [1]
+
+
+def test_a_request_that_cannot_go_under_what_was_refused_is_not_sent() -> None:
+    """The provider counts 1.8 times the estimate: nothing but a summary could make the
+    request small enough. Once refused at its smallest, it is not sent again: the guard
+    says so before any send."""
+    sent: list[int] = []
+
+    def send(request: GuardedRequest) -> dict[str, Any]:
+        sent.append(request.attempt)
+        if int(request.estimate.raw.total * 1.8) + 1_000 > WINDOW:
+            raise countless_overflow()
+        return {"usage": {"input_tokens": 1}}
+
+    budget = ContextWindowBudget(WINDOW, reserved_output=1_000, margin=0)
+    guard = ContextGuard("gpt-4o", budget=budget)
+    history = pasted_then_tools()
+    for _ in range(2):
+        with pytest.raises(ContextOverflowError):
+            guard.send(send, history, max_tokens=1_000)
+    sent.clear()
+    with pytest.raises(ContextBudgetError, match="over what the provider's errors allow"):
+        guard.send(send, history, max_tokens=1_000)
+    assert sent == []
+
+
+def test_a_failed_summarizer_is_named_when_recovery_needed_compaction() -> None:
+    """Recovery that needed a summary, from a summarizer that is down: the overflow error says
+    so (it said only that recovery could not make the request fit)."""
+
+    def summarize(prompt: str, max_tokens: int) -> str:
+        raise ConnectionError("summarizer endpoint down (503)")
+
+    def send(request: GuardedRequest) -> dict[str, Any]:
+        count = int(request.estimate.raw.total * 1.5)
+        if count + 1_000 > 18_000:
+            raise RuntimeError(
+                "This model's maximum context length is 18000 tokens. However, you requested"
+                f" {count + 1_000} tokens ({count} in the messages, 1000 in the completion)."
+            )
+        return {"usage": {"prompt_tokens": count}}
+
+    history: list[dict[str, Any]] = []
+    for i in range(30):
+        history += [
+            {"role": "user", "content": f"Question {i}: " + "please explain the design. " * 40},
+            {"role": "assistant", "content": "Answer: " + "the design is layered. " * 40},
+        ]
+    budget = ContextWindowBudget(18_000, reserved_output=1_000, margin=0)
+    guard = ContextGuard("gpt-4o", budget=budget, summarize=summarize)
+
+    with pytest.raises(ContextOverflowError) as caught:
+        guard.send(send, history, max_tokens=1_000)
+
+    notes = getattr(caught.value, "__notes__", [])
+    assert any("compaction was tried and failed" in n and "503" in n for n in notes)
+
+
+@pytest.mark.parametrize("count", [10**27, 3])
+def test_an_overflow_count_no_estimate_can_be_off_by_teaches_nothing(count: int) -> None:
+    tracker = CalibrationTracker("gpt-4o")
+    history = [{"role": "user", "content": "Summarise: " + "the logs say little. " * 400}]
+    before = tracker.estimate(history).total
+    error = RuntimeError(
+        f"This model's maximum context length is 8192 tokens. However, your messages resulted"
+        f" in {count} tokens. Please reduce the length of the messages."
+    )
+    info = classify_overflow(error)
+    assert info is not None and info.measured_input_tokens == count
+
+    assert tracker.observe_overflow(history, info) is False
+    assert tracker.estimate(history).total == before
