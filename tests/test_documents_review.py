@@ -126,3 +126,14 @@ def test_pages_sharing_a_huge_content_stream_are_refused_as_their_total_grows(
     with pytest.raises(DocumentConversionError, match="content streams add up to over"):
         read_tool_file(path, max_bytes=MIB // 2)
     assert "Hello" in read_tool_file(path, max_bytes=2 * MIB)
+
+
+def test_a_word_file_cut_short_is_named_as_damaged(tmp_path: Path) -> None:
+    """A download that stopped half way: not "binary, looks like a ZIP archive", but a
+    damaged Word file."""
+    whole = word_file(tmp_path, text_paragraph("some text") * 2_000)
+    cut = tmp_path / "cut.docx"
+    cut.write_bytes(whole.read_bytes()[: whole.stat().st_size // 2])
+
+    with pytest.raises(DocumentConversionError, match=r"DOCX.*damaged or cut short"):
+        read_tool_file(cut)

@@ -21,6 +21,7 @@ from ctxbudget import (
     compact,
     convert_messages,
     estimate_request,
+    prune,
     validate_messages,
 )
 from ctxbudget.summary_prompt import render_messages
@@ -397,3 +398,71 @@ def test_media_in_a_gemini_function_response_are_counted() -> None:
         - estimate_request(without, model=model).per_message[2]
     )
     assert alone - 20 <= extra <= alone + 20
+
+
+@pytest.mark.parametrize(
+    "reference", [{"type": "item_reference", "id": "fc_68a1"}, {"id": "fc_68a1"}]
+)
+def test_a_result_whose_call_is_a_stored_item_named_by_reference_is_sent(
+    reference: dict[str, Any],
+) -> None:
+    """``store=True``: the function call is the server's item, sent as an ``item_reference``
+    (its ``type`` may be left out); its output then names a call the list does not hold."""
+    history = checked(
+        RESPONSES_ITEM,
+        [
+            {"role": "user", "content": "List the files."},
+            reference,
+            {"type": "function_call_output", "call_id": "call_abc", "output": "a.py\nb.py"},
+        ],
+    )
+    sent: list[GuardedRequest] = []
+    ContextGuard("gpt-5").send(lambda r: sent.append(r) or {}, history)
+    assert sent[0].messages == history
+    assert estimate_request(history, model="gpt-5").per_message[1] > 0
+
+
+@pytest.mark.parametrize("shape", ["search_result", "document"])
+def test_retrieval_results_and_text_documents_are_pruned_like_text(shape: str) -> None:
+    """A client tool's hits as ``search_result`` blocks (Anthropic's documented shape for
+    retrieval) or a plain-text document: text the stub stands for (they were never stubbed:
+    46k tokens stayed in a 16k window)."""
+    big = "".join(f"line {i}: retrieved passage about topic {i % 97}\n" for i in range(600))
+    if shape == "search_result":
+        content: list[dict[str, Any]] = [
+            {
+                "type": "search_result",
+                "source": f"https://docs.example.org/{i}",
+                "title": f"Doc {i}",
+                "content": [{"type": "text", "text": big}],
+            }
+            for i in range(5)
+        ]
+    else:
+        source = {"type": "text", "media_type": "text/plain", "data": big * 5}
+        content = [{"type": "document", "source": source}]
+    history = checked(
+        ANTHROPIC_MESSAGE,
+        [
+            {"role": "user", "content": "Search the docs."},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": "toolu_1", "name": "search", "input": {"q": "x"}}
+                ],
+            },
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": content}],
+            },
+            {"role": "assistant", "content": "Found it."},
+            {"role": "user", "content": "Next?"},
+            {"role": "assistant", "content": "Ok."},
+            {"role": "user", "content": "Go on."},
+        ],
+    )
+    result = prune(history, window=16_000, model="claude-sonnet-4-5")
+    assert result.fits and [p.call_id for p in result.pruned] == ["toolu_1"]
+    stub = result.messages[2]["content"][0]["content"]
+    assert isinstance(stub, str) and stub.startswith("[ctxbudget: tool output pruned] search")
+    assert history[2]["content"][0]["content"] == content

@@ -185,7 +185,27 @@ def read_tool_file(path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX
     kind = document_kind(data)
     if kind is not None:
         return _convert(name, kind, data, max_bytes)
+    damaged = _damaged_office_kind(data)
+    if damaged is not None:
+        reason = "it is damaged or cut short (its zip archive cannot be read)"
+        raise DocumentConversionError(name, damaged, reason)
     return _decode_text(data)
+
+
+#: What an Office file's first zip entries are named by: the kind each tells.
+_OFFICE_FOLDERS = ((b"word/", "docx"), (b"xl/", "xlsx"), (b"ppt/", "pptx"))
+
+
+def _damaged_office_kind(data: bytes) -> DocumentKind | None:
+    """The kind of an Office file whose zip archive cannot be read (a download cut short),
+    told by the names in its first entries' headers; ``None`` for anything else."""
+    if not data.startswith(b"PK\x03\x04"):
+        return None
+    head = data[:65_536]
+    if b"[Content_Types].xml" not in head:
+        return None
+    found = [(head.find(folder), kind) for folder, kind in _OFFICE_FOLDERS if folder in head]
+    return min(found)[1] if found else None  # type: ignore[return-value]
 
 
 def _regular_file_size(name: str, info: os.stat_result, max_bytes: int) -> int:

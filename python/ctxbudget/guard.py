@@ -57,6 +57,7 @@ from ctxbudget.errors import ContextBudgetError, ContextOverflowError, add_note
 from ctxbudget.events import ContextEvent, EventCallback, Reason, emit
 from ctxbudget.formats.common import as_mapping, message_list
 from ctxbudget.formats.detect import SeenFits, pick_format
+from ctxbudget.formats.openai_responses import is_item_reference
 from ctxbudget.largest import StickyStubs, StubCandidates, stub_largest
 from ctxbudget.limits import INPUT_CAP_RULES, Room, StatedLimit, least_output
 from ctxbudget.messages import refuse_langchain
@@ -947,6 +948,9 @@ class ContextGuard:
         """Raise :class:`~ctxbudget.turns.PairingError` unless ``view`` pairs every call
         (reading only what changed since the last request)."""
         violations = self._pairing.violations(fmt, view)
+        if violations and fmt == "openai_responses" and _has_item_references(view):
+            # a result's call may be a stored item the request names by reference only
+            violations = [v for v in violations if v.kind != "orphaned_result"]
         if violations:
             raise PairingError("sending this request", violations)
 
@@ -1035,6 +1039,11 @@ class ContextGuard:
 
 def _resolved(fmt: str, infos: list[Any]) -> list[Any]:
     return resolve_ids(infos) if fmt == "gemini" else infos
+
+
+def _has_item_references(view: Sequence[Any]) -> bool:
+    """Whether a Responses input names stored items by reference (``item_reference``)."""
+    return any((found := as_mapping(m)) is not None and is_item_reference(found) for m in view)
 
 
 def _same_messages(a: list[Any], b: list[Any]) -> bool:

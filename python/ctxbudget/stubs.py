@@ -44,6 +44,7 @@ from typing import Any
 
 from ctxbudget.embedded_media import has_media
 from ctxbudget.formats.common import as_mapping
+from ctxbudget.turns import anthropic_block_text
 
 __all__ = ["STUB_PREFIX", "is_stub", "missing_text", "stub_text"]
 
@@ -221,7 +222,13 @@ def replace_results(
         content = list(m["content"])
         for slot, text in stubs.items():
             block = dict(_block(content[slot]))
-            kept = _keep_non_text(block.get("content"), ("text",), drop_media)
+            inner = block.get("content")
+            kept = [  # the stub stands for its text, search results and text documents too
+                b
+                for b in (inner if isinstance(inner, list) else ())
+                if anthropic_block_text(_block(b)) is None
+                and not (drop_media and has_media(_block(b)))
+            ]
             block["content"] = [{"type": "text", "text": text}, *kept] if kept else text
             content[slot] = block
         m["content"] = content

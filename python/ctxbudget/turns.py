@@ -577,7 +577,11 @@ def result_text(fmt: str, message: Any, slot: int) -> tuple[str, int]:
         return _texts(m.get("output"), ("input_text", "output_text", "text"))
     if fmt == "anthropic":
         block = as_mapping(m["content"][slot])
-        return _texts(block.get("content"), ("text",))
+        content = block.get("content")
+        if not isinstance(content, list):
+            return _texts(content, ("text",))
+        texts = [t for b in content if (t := anthropic_block_text(b)) is not None]
+        return "\n".join(texts), len(content) - len(texts)
     part = as_mapping(m["parts"][slot])
     fr = _gem_get(part, "function_response", "functionResponse") or {}
     response = fr.get("response")
@@ -602,6 +606,26 @@ def result_payload(fmt: str, message: Any, slot: int) -> Any:
     part = as_mapping(m["parts"][slot])
     fr = _gem_get(part, "function_response", "functionResponse") or {}
     return fr.get("parts")
+
+
+def anthropic_block_text(block: Any) -> str | None:
+    """The text of a block of an Anthropic tool result, when it is text: a text block, a
+    ``search_result`` (retrieval hits: its text blocks), a document of plain text; ``None``
+    for the others (an image, a PDF)."""
+    if not isinstance(block, Mapping):
+        return None
+    kind = block.get("type")
+    if kind == "text":
+        return str(block.get("text") or "")
+    if kind == "search_result":
+        inner = block.get("content")
+        parts = inner if isinstance(inner, list) else []
+        texts = [str(p.get("text") or "") for p in parts if isinstance(p, Mapping)]
+        return "\n".join(filter(None, [str(block.get("title") or ""), *texts]))
+    source = block.get("source")
+    if kind == "document" and isinstance(source, Mapping) and source.get("type") == "text":
+        return str(source.get("data") or "")
+    return None
 
 
 def _texts(content: Any, text_types: tuple[str, ...]) -> tuple[str, int]:

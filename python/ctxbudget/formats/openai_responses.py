@@ -134,6 +134,8 @@ def _read_responses(item: object, index: int) -> Message:
     r = _Reader("openai_responses", index)
     m = r.mapping(item, "")
     kind = m.get("type")
+    if kind is None and is_item_reference(m):
+        kind = "item_reference"
     if kind is None or kind == "message":
         role = m.get("role")
         if role not in ("system", "developer", "user", "assistant"):
@@ -201,6 +203,17 @@ def _read_responses(item: object, index: int) -> Message:
         )
         return Message("assistant", (part,), provider="openai_responses", source=item)
     raise r.fail("type", f"unknown input item type {shown(kind)}")
+
+
+def is_item_reference(item: Mapping[str, Any]) -> bool:
+    """An ``item_reference``: an earlier item the server stored, named by its id (the SDK's
+    ``ItemReference``, whose ``type`` may be left out: ``{"id": "msg_123"}``)."""
+    kind = item.get("type")
+    if kind == "item_reference":
+        return True
+    return (
+        kind is None and "role" not in item and isinstance(item.get("id"), str) and len(item) == 1
+    )
 
 
 def _check_linked_item(r: _Reader, m: Mapping[str, Any], kind: str) -> None:
