@@ -25,7 +25,7 @@ from ctxbudget import (
     estimate_tokens,
 )
 from ctxbudget.stubs import STUB_PREFIX
-from tests.test_guard import long_chat
+from tests.test_guard import Summarizer, long_chat  # (a class a pickle can carry)
 from tests.test_guard_recovery import blob, tool_turn
 
 COPIES = {
@@ -44,17 +44,6 @@ ANTHROPIC = [
         "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "a.py\nb.py\n" * 50}],
     },
 ]
-
-
-class Summarizer:
-    """A summarizer a pickle can carry (a module-level class)."""
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def __call__(self, prompt: str, max_tokens: int) -> str:
-        self.calls += 1
-        return "## Goal\nPlan a trip.\n## Progress\nQuestions answered so far."
 
 
 def reported(request: GuardedRequest) -> dict[str, Any]:
@@ -133,6 +122,64 @@ def test_an_unpickled_guard_sends_the_summary_it_wrote(how: str) -> None:
     assert "[ctxbudget summary" in later[1]["content"]
 
 
+#: A hex dump the estimate under-counts: the provider counts 80% more of it.
+DUMP = "".join(f"{i:08x}" for i in range(6_000))
+
+
+class DumpProvider:
+    """A provider with a 40k window that counts :data:`DUMP` at 1.8 times its estimate and
+    refuses what is over; records each call's attempts."""
+
+    window = 40_000
+
+    def __init__(self) -> None:
+        self.attempts: list[int] = []
+
+    def __call__(self, request: GuardedRequest) -> dict[str, Any]:
+        extra = sum(
+            int(0.8 * estimate_tokens(DUMP))
+            for m in request.messages
+            if m.get("role") == "tool" and m["content"] == DUMP
+        )
+        count = request.estimate.raw.total + extra
+        self.attempts.append(request.attempt)
+        if count + 1_000 > self.window:
+            raise RuntimeError(f"prompt is too long: {count} tokens > {self.window} maximum")
+        return {"usage": {"input_tokens": count}}
+
+
+def dump_stubbed_to_recover(
+    provider: DumpProvider, calibration: bool
+) -> tuple[ContextGuard, list[dict[str, Any]]]:
+    """A guard whose last call overflowed on :data:`DUMP` and stubbed it to recover, and its
+    history."""
+    budget = ContextWindowBudget(provider.window, reserved_output=1_000, margin=0)
+    no_threshold = PruneConfig(threshold=10**9)
+    guard = ContextGuard("gpt-4o", budget=budget, prune=no_threshold, calibration=calibration)
+    history: list[dict[str, Any]] = [{"role": "user", "content": "Audit the service."}]
+    for i in range(14):
+        history += tool_turn(f"c{i}", blob(60, f"t{i}"))
+        guard.send(provider, history, max_tokens=1_000)
+    history += tool_turn("dump", DUMP, name="hexdump")
+    provider.attempts.clear()
+    guard.send(provider, history, max_tokens=1_000)
+    assert provider.attempts == [1, 2]
+    return guard, history
+
+
+def sent_once_with_the_dump_stubbed(
+    guard: ContextGuard, provider: DumpProvider, history: list[dict[str, Any]]
+) -> None:
+    provider.attempts.clear()
+    result = guard.send(provider, history, max_tokens=1_000)
+    assert provider.attempts == [1]
+    stub = next(m for m in result.request.messages if m.get("tool_call_id") == "dump")
+    assert stub["content"].startswith(STUB_PREFIX)
+
+
+NEXT_TURN = [{"role": "assistant", "content": "Noted."}, {"role": "user", "content": "Go."}]
+
+
 @pytest.mark.parametrize("how", COPIES)
 @pytest.mark.parametrize("calibration", [True, False])
 def test_an_unpickled_guard_keeps_a_result_stubbed_to_recover_stubbed(
@@ -140,84 +187,24 @@ def test_an_unpickled_guard_keeps_a_result_stubbed_to_recover_stubbed(
 ) -> None:
     """A hex dump the estimate under-counts overflowed once and was stubbed to recover; an
     unpickled guard does not send it whole again (it would overflow again)."""
-    window = 40_000
-    dump = "".join(f"{i:08x}" for i in range(6_000))
-    attempts: list[int] = []
-
-    def send(request: GuardedRequest) -> dict[str, Any]:
-        extra = sum(
-            int(0.8 * estimate_tokens(dump))
-            for m in request.messages
-            if m.get("role") == "tool" and m["content"] == dump
-        )
-        count = request.estimate.raw.total + extra
-        attempts.append(request.attempt)
-        if count + 1_000 > window:
-            raise RuntimeError(f"prompt is too long: {count} tokens > {window} maximum")
-        return {"usage": {"input_tokens": count}}
-
-    budget = ContextWindowBudget(window, reserved_output=1_000, margin=0)
-    no_threshold = PruneConfig(threshold=10**9)
-    guard = ContextGuard("gpt-4o", budget=budget, prune=no_threshold, calibration=calibration)
-    history: list[dict[str, Any]] = [{"role": "user", "content": "Audit the service."}]
-    for i in range(14):
-        history += tool_turn(f"c{i}", blob(60, f"t{i}"))
-        guard.send(send, history, max_tokens=1_000)
-    history += tool_turn("dump", dump, name="hexdump")
-    attempts.clear()
-    guard.send(send, history, max_tokens=1_000)
-    assert attempts == [1, 2]
-
-    again, same = COPIES[how]((guard, history))
+    provider = DumpProvider()
+    again, same = COPIES[how](dump_stubbed_to_recover(provider, calibration))
     for _ in range(3):
-        same += [{"role": "assistant", "content": "Noted."}, {"role": "user", "content": "Go."}]
-        attempts.clear()
-        result = again.send(send, same, max_tokens=1_000)
-        assert attempts == [1]
-        stub = next(m for m in result.request.messages if m.get("tool_call_id") == "dump")
-        assert stub["content"].startswith(STUB_PREFIX)
+        same += copy.deepcopy(NEXT_TURN)
+        sent_once_with_the_dump_stubbed(again, provider, same)
 
 
 @pytest.mark.parametrize("calibration", [True, False])
 def test_a_history_rebuilt_from_storage_each_turn_keeps_a_recovery_stub(calibration: bool) -> None:
     """A framework that stores its state loads the history anew every turn (equal dicts,
     other objects): a result stubbed to recover stays stubbed, as for the same objects."""
-    window = 40_000
-    dump = "".join(f"{i:08x}" for i in range(6_000))
-    attempts: list[int] = []
-
-    def send(request: GuardedRequest) -> dict[str, Any]:
-        extra = sum(
-            int(0.8 * estimate_tokens(dump))
-            for m in request.messages
-            if m.get("role") == "tool" and m["content"] == dump
-        )
-        count = request.estimate.raw.total + extra
-        attempts.append(request.attempt)
-        if count + 1_000 > window:
-            raise RuntimeError(f"prompt is too long: {count} tokens > {window} maximum")
-        return {"usage": {"input_tokens": count}}
-
-    budget = ContextWindowBudget(window, reserved_output=1_000, margin=0)
-    no_threshold = PruneConfig(threshold=10**9)
-    guard = ContextGuard("gpt-4o", budget=budget, prune=no_threshold, calibration=calibration)
-    history: list[dict[str, Any]] = [{"role": "user", "content": "Audit the service."}]
-    for i in range(14):
-        history += tool_turn(f"c{i}", blob(60, f"t{i}"))
-        guard.send(send, history, max_tokens=1_000)
-    history += tool_turn("dump", dump, name="hexdump")
-    guard.send(send, history, max_tokens=1_000)
+    provider = DumpProvider()
+    guard, history = dump_stubbed_to_recover(provider, calibration)
     stored = json.dumps(history)
-
     for _ in range(3):
-        history = json.loads(stored)
-        history += [{"role": "assistant", "content": "Noted."}, {"role": "user", "content": "Go."}]
+        history = [*json.loads(stored), *copy.deepcopy(NEXT_TURN)]
         stored = json.dumps(history)
-        attempts.clear()
-        result = guard.send(send, history, max_tokens=1_000)
-        assert attempts == [1]
-        stub = next(m for m in result.request.messages if m.get("tool_call_id") == "dump")
-        assert stub["content"].startswith(STUB_PREFIX)
+        sent_once_with_the_dump_stubbed(guard, provider, history)
 
 
 @pytest.mark.parametrize("how", COPIES)

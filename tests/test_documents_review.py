@@ -45,14 +45,14 @@ def text_paragraph(text: str) -> bytes:
     return f"<w:p><w:r><w:t>{text}</w:t></w:r></w:p>".encode()
 
 
-def test_a_word_body_over_twice_the_cap_unpacked_is_refused_before_parsing(
+def test_a_word_body_over_four_times_the_cap_unpacked_is_refused_before_parsing(
     tmp_path: Path,
 ) -> None:
     path = word_file(tmp_path, b"<w:p/>" * 400_000 + text_paragraph("the end"))
     assert path.stat().st_size < 100_000  # 2.4 MB of XML, zipped
 
     with pytest.raises(FileTooLargeError, match=r"word/document\.xml"):
-        read_tool_file(path, max_bytes=MIB)
+        read_tool_file(path, max_bytes=MIB // 2)
     assert read_tool_file(path, max_bytes=2 * MIB).strip() == "the end"
 
 
@@ -62,7 +62,7 @@ def test_empty_paragraphs_between_text_are_skipped(tmp_path: Path) -> None:
     assert text.split() == ["first", "second"]
 
 
-def test_shared_strings_over_twice_the_cap_unpacked_are_refused(tmp_path: Path) -> None:
+def test_shared_strings_over_four_times_the_cap_unpacked_are_refused(tmp_path: Path) -> None:
     openpyxl = pytest.importorskip("openpyxl")
     book = openpyxl.Workbook()
     book.active["A1"] = "total"
@@ -79,7 +79,7 @@ def test_shared_strings_over_twice_the_cap_unpacked_are_refused(tmp_path: Path) 
     path.write_bytes(out.getvalue())
 
     with pytest.raises(FileTooLargeError, match=r"xl/sharedStrings\.xml"):
-        read_tool_file(path, max_bytes=MIB)
+        read_tool_file(path, max_bytes=MIB // 2)
 
 
 def pdf_sharing_one_stream(pages: int, stream_bytes: int) -> bytes:
@@ -102,6 +102,11 @@ def pdf_sharing_one_stream(pages: int, stream_bytes: int) -> bytes:
         10: page.format(5).encode(),
     }
     objects.update({10 + i: page.format(3).encode() for i in range(1, pages + 1)})
+    return pdf_file(objects)
+
+
+def pdf_file(objects: dict[int, bytes]) -> bytes:
+    """A PDF of ``objects`` (numbered; 1 the catalog), with its cross-reference table."""
     out = bytearray(b"%PDF-1.7\n")
     where = {}
     for number in sorted(objects):
@@ -124,7 +129,7 @@ def test_pages_sharing_a_huge_content_stream_are_refused_as_their_total_grows(
     assert path.stat().st_size < 20_000
 
     with pytest.raises(DocumentConversionError, match="content streams add up to over"):
-        read_tool_file(path, max_bytes=MIB // 2)
+        read_tool_file(path, max_bytes=MIB // 4)
     assert "Hello" in read_tool_file(path, max_bytes=2 * MIB)
 
 
@@ -137,3 +142,25 @@ def test_a_word_file_cut_short_is_named_as_damaged(tmp_path: Path) -> None:
 
     with pytest.raises(DocumentConversionError, match=r"DOCX.*damaged or cut short"):
         read_tool_file(cut)
+
+
+def test_a_page_whose_contents_are_missing_is_read_as_empty(tmp_path: Path) -> None:
+    """A damaged PDF: one page's content stream is a reference to no object. pypdf reads the
+    other pages; the content budget must not turn that into a refusal of the file."""
+    shown = b"BT /F1 12 Tf 72 720 Td (Hello) Tj ET"
+    page = "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents {} 0 R"
+    page += " /Resources << /Font << /F1 4 0 R >> >> >>"
+    objects = {
+        1: b"<< /Type /Catalog /Pages 2 0 R >>",
+        2: b"<< /Type /Pages /Kids [10 0 R 11 0 R] /Count 2 >>",
+        4: b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        5: b"<< /Length %d >>\nstream\n" % len(shown) + shown + b"\nendstream",
+        10: page.format(5).encode(),
+        11: page.format(9999).encode(),
+    }
+    path = tmp_path / "damaged.pdf"
+    path.write_bytes(pdf_file(objects))
+
+    text = read_tool_file(path)
+
+    assert "Hello" in text and "<!-- page 2 -->" in text

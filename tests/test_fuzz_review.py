@@ -118,3 +118,18 @@ def test_whole_numbers_given_as_floats_or_decimals_are_settings() -> None:
     assert CalibrationTracker("gpt-4o", min_delta=16.0).min_delta == 16  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="margin"):
         ContextWindowBudget(128_000, margin=2.5)  # type: ignore[arg-type]
+
+
+def test_decimal_settings_are_kept_as_floats() -> None:
+    """A ``Decimal`` margin was accepted, then failed inside an estimate (float + Decimal)."""
+    import decimal
+
+    tracker = CalibrationTracker(
+        "gpt-4o",
+        cold_margin=decimal.Decimal("0.1"),
+        prior_weight=decimal.Decimal("2000"),
+        clamp=(decimal.Decimal("0.5"), decimal.Decimal("2")),  # type: ignore[arg-type]
+    )
+    assert tracker.estimate(BIG).total > 200_000
+    budget = ContextWindowBudget(128_000, max_reserve_fraction=decimal.Decimal("0.25"))  # type: ignore[arg-type]
+    assert budget.reserve(None) <= 32_000

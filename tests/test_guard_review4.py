@@ -14,10 +14,12 @@ import pytest
 from ctxbudget import (
     CalibrationTracker,
     ContextBudgetError,
+    ContextEvent,
     ContextGuard,
     ContextOverflowError,
     ContextWindowBudget,
     GuardedRequest,
+    PruneConfig,
     classify_overflow,
 )
 
@@ -163,3 +165,83 @@ def test_an_overflow_count_no_estimate_can_be_off_by_teaches_nothing(count: int)
 
     assert tracker.observe_overflow(history, info) is False
     assert tracker.estimate(history).total == before
+
+
+def test_the_ceiling_after_a_countless_overflow_follows_the_output_asked_for() -> None:
+    """Refused with ``max_tokens=4000`` (input and output over a 16k window): the same input
+    with ``max_tokens=1000`` fits, and is sent (it was refused before any send)."""
+    window = 16_000
+    sends: list[tuple[int, int | None]] = []
+
+    def send(request: GuardedRequest) -> dict[str, Any]:
+        sends.append((request.attempt, request.max_tokens))
+        if request.estimate.raw.total + (request.max_tokens or 0) > window:
+            raise countless_overflow()
+        return {}
+
+    history = [{"role": "user", "content": "Review: " + lines("r", 200)}]
+    for i in range(5):
+        history += [
+            {"role": "assistant", "content": "Noted. " + "fine " * 200},
+            {"role": "user", "content": f"And {i}: " + lines(f"p{i}", 150)},
+        ]
+    guard = ContextGuard("gpt-4o", window=128_000, calibration=False)
+    raw = guard.send(lambda r: {}, history, max_tokens=100).request.estimate.raw.total
+    assert window - 4_000 < raw <= window - 1_000
+
+    with pytest.raises(ContextOverflowError):
+        guard.send(send, history, max_tokens=4_000)
+    sends.clear()
+    guard.send(send, history, max_tokens=1_000)
+    assert sends == [(1, 1_000)]
+
+
+def test_a_recovery_by_a_lower_max_tokens_is_an_event_with_its_rule() -> None:
+    """SPEC G4: the recovery that only lowered ``max_tokens`` made no event at all; events
+    of a recovery name the rule that read the provider's error."""
+    window = 16_000
+    seen: list[ContextEvent] = []
+
+    def send(request: GuardedRequest) -> dict[str, Any]:
+        n, out = request.input_tokens, request.max_tokens or 0
+        if n + out > window:
+            raise RuntimeError(
+                f"This model's maximum context length is {window} tokens. However, you"
+                f" requested {n + out} tokens ({n} in the messages, {out} in the completion)."
+            )
+        return {"usage": {"prompt_tokens": n}}
+
+    guard = ContextGuard("gpt-4o", window=128_000, on_event=seen.append, calibration=False)
+    history = [{"role": "user", "content": "Summarise: " + lines("s", 500)}]
+    result = guard.send(send, history, max_tokens=16_000)
+
+    (event,) = result.events
+    assert seen == [event]
+    assert event.action == "lower_output" and event.reason == "overflow"
+    assert event.rule == result.overflow.rule  # type: ignore[union-attr]
+    assert (event.max_tokens_before, event.max_tokens_after) == (16_000, result.request.max_tokens)
+    assert "max_tokens 16000 ->" in str(event) and "[rule=" in str(event)
+
+
+def test_a_prune_that_recovers_from_an_overflow_names_its_rule() -> None:
+    window = 12_000
+    history: list[dict[str, Any]] = [{"role": "user", "content": "Audit the service."}]
+    for i in range(8):
+        args = json.dumps({"n": i})
+        history += [
+            {"type": "function_call", "call_id": f"c{i}", "name": "read_log", "arguments": args},
+            {"type": "function_call_output", "call_id": f"c{i}", "output": lines(f"l{i}", 60)},
+        ]
+
+    def send(request: GuardedRequest) -> dict[str, Any]:
+        if request.attempt == 1:
+            raise countless_overflow()
+        return {}
+
+    budget = ContextWindowBudget(window, reserved_output=1_000, margin=0)
+    guard = ContextGuard("gpt-4o", budget=budget, prune=PruneConfig(threshold=10**9))
+    result = guard.send(send, history, max_tokens=1_000)
+
+    recovery = [e for e in result.events if e.reason == "overflow"]
+    assert recovery and all(e.rule == result.overflow.rule for e in recovery)  # type: ignore[union-attr]
+    assert all(e.rule is None for e in result.events if e.reason != "overflow")

@@ -152,3 +152,37 @@ def test_gemini_media_in_a_function_response_go_with_its_stub() -> None:
     for p in stubbed:
         fr = result.messages[p.index]["parts"][p.slot]["function_response"]
         assert "parts" not in fr and fr["response"]["result"].startswith(STUB_PREFIX)
+
+
+def test_a_blank_screenshot_stub_is_not_stubbed_again() -> None:
+    """The stub of a ``computer_call_output`` is a blank screenshot: pruning the pruned view
+    again stubs nothing more (it was taken for a 255-token output every turn)."""
+    shot = f"data:image/png;base64,{SCREEN}"
+    items: list[dict[str, Any]] = [{"role": "user", "content": "Book the flight."}]
+    for i in range(12):
+        items += [
+            {
+                "type": "computer_call",
+                "call_id": f"c{i}",
+                "id": f"cu{i}",
+                "status": "completed",
+                "action": {"type": "click", "x": i, "y": 2, "button": "left"},
+                "pending_safety_checks": [],
+            },
+            {
+                "type": "computer_call_output",
+                "call_id": f"c{i}",
+                "output": {"type": "computer_screenshot", "image_url": shot},
+            },
+        ]
+    items += [
+        {"type": "message", "role": "assistant", "content": "Clicked."},
+        {"role": "user", "content": "Go on."},
+    ]
+    cfg = PruneConfig(threshold=0, tail_min=0, tail_max=10, min_turns=0)
+    first = prune(items, window=128_000, model="gpt-4.1", config=cfg)
+    assert len(first.pruned) >= 8
+
+    again = prune(first.messages, window=128_000, model="gpt-4.1", config=cfg)
+
+    assert again.pruned == () and again.messages == first.messages

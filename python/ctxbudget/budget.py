@@ -168,7 +168,9 @@ class ContextWindowBudget:
         # whole numbers given as floats (2e4) kept as ints: token counts
         self.reserved_output = None if reserved_output is None else int(reserved_output)
         self.margin = int(margin)
-        self.max_reserve_fraction = max_reserve_fraction
+        self.max_reserve_fraction = (
+            None if max_reserve_fraction is None else float(max_reserve_fraction)
+        )
         self.max_output = None if max_output is None else int(max_output)
         self.max_input = None if max_input is None else int(max_input)
         self.default_output = int(default_output)

@@ -35,6 +35,7 @@ True
 
 from __future__ import annotations
 
+import decimal
 import logging
 import math
 import operator
@@ -429,10 +430,12 @@ class CalibrationTracker:
             "format": format,
             "counter": counter,
         }
-        self.clamp = clamp
-        self.cold_margin = cold_margin
+        # kept as given (a list edited in place is followed), Decimals as floats
+        decimals = any(isinstance(bound, decimal.Decimal) for bound in clamp)
+        self.clamp = (float(clamp[0]), float(clamp[1])) if decimals else clamp
+        self.cold_margin = float(cold_margin)
         self.min_delta = int(min_delta)
-        self.prior_weight = prior_weight
+        self.prior_weight = float(prior_weight)
         self._lock = threading.RLock()
         self._delta: deque[tuple[float, float]] = deque(maxlen=int(window))
         self._cold: deque[tuple[float, float]] = deque(maxlen=int(window))

@@ -114,14 +114,15 @@ _UNPACK_RATIO = 16
 #: One XML part of an Office file the converters parse whole (a Word document's body, a
 #: workbook's shared strings) may unpack to at most this many times ``max_bytes``: parsed, it
 #: takes some twenty times its size in memory (95 KB of zip holding 40 MB of empty
-#: paragraphs took 40 s and 930 MB, within the file's limit).
-_PART_RATIO = 2
+#: paragraphs took 40 s and 930 MB, within the file's limit). Markup is 10-20 times the
+#: text of a table, so at 4 a table of a quarter of the cap in text still reads.
+_PART_RATIO = 4
 #: Parts parsed whole, by name (worksheets and slides are read a row or a slide at a time).
 _WHOLE_PARTS = re.compile(r"word/document\d*\.xml|xl/sharedStrings\.xml", re.IGNORECASE)
 #: A PDF's page content streams, decoded, may add up to at most this many times
-#: ``max_bytes`` (a page's text is a few KB of them; 20 pages sharing one 20 MB stream of
-#: moves, 34 KB of file, took 25 s and gave no text).
-_PDF_CONTENT_RATIO = 4
+#: ``max_bytes`` (a page's text is a few KB of them, a page of vector drawing some hundreds;
+#: 20 pages sharing one 20 MB stream of moves, 34 KB of file, took 25 s and gave no text).
+_PDF_CONTENT_RATIO = 16
 
 
 def read_tool_file(path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
@@ -589,18 +590,21 @@ def _content_size(page: Any) -> int:
     """Bytes of a PDF page's content streams, decoded (what extracting its text reads; a
     stream pages share counts on each). pypdf keeps the decoded data, so extracting the
     text does not decode them again."""
-    contents = page.get("/Contents")
-    if contents is None:
-        return 0
-    contents = contents.get_object()
+    contents = _resolved(page.get("/Contents"))
     streams = contents if isinstance(contents, list) else [contents]
     total = 0
-    for stream in streams:
-        stream = stream.get_object()
+    for stream in map(_resolved, streams):
         get_data = getattr(stream, "get_data", None)
         if get_data is not None:
             total += len(get_data())
     return total
+
+
+def _resolved(value: Any) -> Any:
+    """A PDF object, its reference followed (``None`` for one to a missing object, which a
+    damaged file has and pypdf reads leniently)."""
+    get_object = getattr(value, "get_object", None)
+    return get_object() if get_object is not None else value
 
 
 #: Word main parts python-docx refuses by their content type, though their markup is a

@@ -22,16 +22,24 @@ __all__ = ["Action", "ContextEvent", "EventCallback", "Reason", "emit"]
 #: attempt did not fit, or a request is being sent again), ``overflow`` (the provider said
 #: the request was too long).
 Reason = Literal["proactive", "retry", "overflow"]
-Action = Literal["prune", "compact"]
+#: What was done: old output stubbed, the history summarized, or (the guard, after an
+#: overflow of input plus output) the output asked for lowered.
+Action = Literal["prune", "compact", "lower_output"]
+#: The logger each action's events go to.
+_LOGGERS = {
+    "prune": "ctxbudget.prune",
+    "compact": "ctxbudget.compact",
+    "lower_output": "ctxbudget.guard",
+}
 REASONS: tuple[Reason, ...] = ("proactive", "retry", "overflow")
 
 
 @dataclass(frozen=True, slots=True)
 class ContextEvent:
-    """One prune or compaction, as it happened.
+    """One prune, compaction or lowered output, as it happened.
 
     Attributes:
-        action: ``prune`` or ``compact``.
+        action: ``prune``, ``compact`` or ``lower_output``.
         reason: ``proactive``, ``retry`` or ``overflow``.
         tokens_before: Request input tokens before the rewrite.
         tokens_after: After it.
@@ -48,6 +56,10 @@ class ContextEvent:
             would not fit (compact); never the user's latest request, which stays.
         attempts: Summarizer calls made (compact).
         summary_tokens: Size of the new summary message (compact).
+        rule: With reason ``overflow``: the rule that recognised the provider's error
+            (:attr:`~ctxbudget.overflow.OverflowInfo.rule`; set by the guard).
+        max_tokens_before: The output asked for before (lower_output).
+        max_tokens_after: The output asked for now (lower_output).
     """
 
     action: Action
@@ -65,6 +77,9 @@ class ContextEvent:
     dropped: int = 0
     attempts: int = 0
     summary_tokens: int = 0
+    rule: str | None = None
+    max_tokens_before: int | None = None
+    max_tokens_after: int | None = None
 
     def __str__(self) -> str:
         head = (
@@ -73,13 +88,16 @@ class ContextEvent:
         )
         if self.action == "prune":
             tail = f", stubbed={self.stubbed} interrupted={self.interrupted}"
+        elif self.action == "lower_output":
+            tail = f", max_tokens {self.max_tokens_before} -> {self.max_tokens_after}"
         else:
             tail = (
                 f", summarized={self.summarized} kept={self.kept} condensed={self.condensed}"
                 f" dropped={self.dropped} attempts={self.attempts}"
                 f" summary_tokens={self.summary_tokens}"
             )
-        return f"{head}{tail}, fits={self.fits}"
+        rule = f" [rule={self.rule}]" if self.rule is not None else ""
+        return f"{head}{tail}, fits={self.fits}{rule}"
 
 
 #: ``on_event`` callbacks receive every :class:`ContextEvent`.
@@ -96,7 +114,7 @@ def check_reason(reason: str) -> Reason:
 
 def emit(event: ContextEvent, on_event: EventCallback | None) -> None:
     """Log ``event`` on ``ctxbudget.<action>`` and pass it to ``on_event``."""
-    logger = logging.getLogger(f"ctxbudget.{event.action}")
+    logger = logging.getLogger(_LOGGERS.get(event.action, "ctxbudget"))
     logger.info("%s", event, extra={"ctxbudget_event": event})
     if on_event is None:
         return

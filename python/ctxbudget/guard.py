@@ -344,6 +344,8 @@ class ContextGuard:
         self._conversation = object()
         self._lock = threading.RLock()
         self._collected: list[ContextEvent] = []
+        # id(a call's events) -> the rule of the overflow that call is recovering from
+        self._rules: dict[int, str] = {}
         self._scans: dict[str, ScanCache] = {}
         self._pairing = GrowingPairing()
         self._fits_seen = SeenFits()
@@ -356,8 +358,9 @@ class ContextGuard:
         self._limit: StatedLimit | None = None
         self._memory = SummaryMemory()
         self._ids = CallIdRenamer()
-        # The most uncalibrated input to send after overflows that stated no count (None:
-        # no such overflow since calibration last learned from an accepted request).
+        # The most uncalibrated input plus max_tokens to send after overflows that stated no
+        # count (None: no such overflow since calibration last learned from an accepted
+        # request).
         self._ceiling: int | None = None
 
     def invalidate(self, message: Any = None) -> None:
@@ -420,7 +423,7 @@ class ContextGuard:
         self._own_tracker = state["own_tracker"]
         self._conversation = state["conversation"]
         self._ratio, self._limit = state["ratio"], state["limit"]
-        self._ceiling = state["ceiling"]
+        self._ceiling = state.get("ceiling")
         self._memory, self._sticky = state["memory"], state["sticky"]
 
     def __copy__(self) -> ContextGuard:
@@ -555,7 +558,11 @@ class ContextGuard:
             if info is None or not self._believe(info, request):
                 raise
             overflow = info
-            retry = yield from self._recover(call, request, info, exc)
+            self._rules[id(events)] = info.rule  # the recovery's events carry it
+            try:
+                retry = yield from self._recover(call, request, info, exc)
+            finally:
+                self._rules.pop(id(events), None)
             try:
                 response = yield ("send", retry)
             except Exception as again:
@@ -648,10 +655,13 @@ class ContextGuard:
         asked = request.max_tokens if request.max_tokens is not None else info.output_tokens
         if asked is None or room >= asked or room < least_output(asked, info.limit_tokens):
             return None  # too little left to answer in: make the input smaller instead
-        logger.info(
-            "overflow (%s): input %d fits the window %d; max_tokens %s -> %d",
-            info.rule, info.input_tokens, info.limit_tokens, request.max_tokens, room,
+        n = len(request.messages)
+        event = ContextEvent(
+            action="lower_output", reason="overflow", tokens_before=request.input_tokens,
+            tokens_after=request.input_tokens, messages_before=n, messages_after=n, fits=True,
+            rule=info.rule, max_tokens_before=asked, max_tokens_after=room,
         )  # fmt: skip
+        emit(event, self._event)
         return replace(request, max_tokens=room, attempt=2, reason="overflow")
 
     def _note_limit(
@@ -689,7 +699,9 @@ class ContextGuard:
         that calibration learns from. A refusal with no count teaches calibration nothing:
         without this ceiling, every later turn sent the same refused request and its
         refused retry."""
-        cap = request.estimate.raw.total - 1
+        # input and output: the provider may have counted the output asked for (a request
+        # with less of it may take more input)
+        cap = request.estimate.raw.total - 1 + (request.max_tokens or 0)
         self._ceiling = cap if self._ceiling is None else min(self._ceiling, cap)
 
     def _lift_limit(self, request: GuardedRequest, reported: int | None) -> None:
@@ -724,7 +736,8 @@ class ContextGuard:
         history = self._ids.apply(call.fmt, self._memory.apply(call.fmt, call.messages))
         room = replace(room or Room(), base=self._available(max_tokens))
         if self._ceiling is not None:
-            cap = self._ceiling if room.raw_cap is None else min(room.raw_cap, self._ceiling)
+            ceiling = self._ceiling - (max_tokens or 0)
+            cap = ceiling if room.raw_cap is None else min(room.raw_cap, ceiling)
             room = replace(room, raw_cap=cap)
         self._pruner.budget = self._pruner_budget(room.lowest, max_tokens)
 
@@ -1024,13 +1037,22 @@ class ContextGuard:
     def _event(self, event: ContextEvent) -> object:
         """Events of work done under the lock: the current call's (see :meth:`_advance`).
         The callback's result is returned for :func:`~ctxbudget.events.emit` to check."""
+        event = self._with_rule(event, self._collected)
         self._collected.append(event)
         return self.on_event(event) if self.on_event is not None else None
+
+    def _with_rule(self, event: ContextEvent, events: list[ContextEvent]) -> ContextEvent:
+        """``event`` with the rule of the overflow its call is recovering from, if any."""
+        rule = self._rules.get(id(events))
+        if rule is None or event.rule is not None or event.reason != "overflow":
+            return event
+        return replace(event, rule=rule)
 
     def _recorder(self, events: list[ContextEvent]) -> EventCallback:
         """Events of work done outside the lock (compaction): to that call's ``events``."""
 
         def record(event: ContextEvent) -> object:
+            event = self._with_rule(event, events)
             events.append(event)
             return self.on_event(event) if self.on_event is not None else None
 

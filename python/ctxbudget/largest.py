@@ -232,8 +232,9 @@ class StickyStubs:
         return {"loose": loose, "drop_media": self.drop_media}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(drop_media=state["drop_media"])  # type: ignore[misc]
-        self._loose = list(state["loose"])
+        self.__init__(drop_media=state.get("drop_media", True))  # type: ignore[misc]
+        # (a state pickled before positions were kept has pairs)
+        self._loose = [(*entry, None) if len(entry) == 2 else entry for entry in state["loose"]]
 
     def _loosened(self, key: int) -> tuple[Any, dict[int, str], int | None]:
         """The loose form of the stubs kept for the message ``key``."""

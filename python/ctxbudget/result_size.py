@@ -18,6 +18,7 @@ from typing import Any
 from ctxbudget.embedded_media import split_media
 from ctxbudget.media import media_rule, media_tokens
 from ctxbudget.request import RequestEstimator
+from ctxbudget.stubs import is_blank_screenshot
 from ctxbudget.tokens import estimate_tokens
 from ctxbudget.turns import result_payload, result_text
 
@@ -44,6 +45,8 @@ class ResultSizer:
         payload = result_payload(fmt, message, slot)
         if isinstance(payload, str):  # text, counted as text (a data URL in it too)
             return tokens, text, 0
+        if is_blank_screenshot(payload):  # the stub of a computer_call_output: nothing left
+            return 0, text, 0
         _, found = split_media(payload)
         if found:
             rule = media_rule(fmt, self._profile.name, self._profile.image_rule, self._model)

@@ -199,6 +199,12 @@ class _Retention:
             check_real("max_age_seconds", self.max_age)
         if self.max_total_bytes is not None:
             check_count("max_total_bytes", self.max_total_bytes)
+        # numbers of any type checked (a Decimal, 1e9) kept as the arithmetic takes them
+        object.__setattr__(self, "min_age", float(self.min_age))
+        if self.max_age is not None:
+            object.__setattr__(self, "max_age", float(self.max_age))
+        if self.max_total_bytes is not None:
+            object.__setattr__(self, "max_total_bytes", int(self.max_total_bytes))
 
 
 def _plan_removals(

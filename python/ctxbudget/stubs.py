@@ -256,6 +256,12 @@ _BLANK_SCREENSHOT = (
 )
 
 
+def is_blank_screenshot(output: Any) -> bool:
+    """Whether a ``computer_call_output``'s output is the blank screenshot of a stub."""
+    found = as_mapping(output) if output is not None else None
+    return found is not None and found.get("image_url") == _BLANK_SCREENSHOT
+
+
 def _responses_output(call_type: str | None, call_id: str, text: str) -> dict[str, Any]:
     """The Responses output item that answers a call item of type ``call_type``.
 
