@@ -521,6 +521,19 @@ def test_inspect_an_unknown_model_asks_for_the_window_option(
     assert main(["inspect", str(path), "--model", "my-azure-deployment", "--window", "8000"]) == 0
 
 
+def test_inspect_cuts_a_huge_unknown_model_name_short(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A body's model field may hold anything: a megabyte of it made a megabyte-long line."""
+    path = tmp_path / "body.json"
+    path.write_text(
+        json.dumps({"model": "x" * 1_000_000, "messages": [{"role": "user", "content": "hi"}]})
+    )
+    assert main(["inspect", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "unknown model 'xxx" in err and len(err) < 400
+
+
 def test_inspect_a_body_whose_model_is_no_string_says_so(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -707,3 +720,12 @@ def test_inspect_refuses_a_file_and_the_sample_together(
     path.write_text('[{"role": "user", "content": "hi"}]')
     assert main(["inspect", "--sample", str(path)]) == 2
     assert "(not both)" in capsys.readouterr().err
+
+
+def test_demo_says_when_the_output_was_lowered(capsys: pytest.CaptureFixture[str]) -> None:
+    """A recovery that lowers ``max_tokens`` (at a 17k window, one call) is said as such,
+    not as a prune of nothing, and the stubs the call still carries stay said."""
+    assert main(["demo", "--window", "17000"]) == 0
+    out = capsys.readouterr().out
+    assert "lowered max_tokens 2,000 ->" in out
+    assert "stubbed 0 tool outputs" not in out

@@ -164,3 +164,19 @@ def test_a_page_whose_contents_are_missing_is_read_as_empty(tmp_path: Path) -> N
     text = read_tool_file(path)
 
     assert "Hello" in text and "<!-- page 2 -->" in text
+
+
+def test_a_zip_that_opens_is_not_called_a_damaged_office_file(tmp_path: Path) -> None:
+    """A binary workbook (``.xlsb``: parts of an Office folder, no part this reads) opens as
+    a zip: refused as binary, not named damaged."""
+    from ctxbudget import BinaryContentError
+
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("[Content_Types].xml", "<Types/>")
+        z.writestr("xl/workbook.bin", b"\x00\x01binary")
+    path = tmp_path / "book.xlsb"
+    path.write_bytes(out.getvalue())
+
+    with pytest.raises(BinaryContentError, match="looks like a ZIP archive"):
+        read_tool_file(path)

@@ -245,3 +245,56 @@ def test_a_prune_that_recovers_from_an_overflow_names_its_rule() -> None:
     recovery = [e for e in result.events if e.reason == "overflow"]
     assert recovery and all(e.rule == result.overflow.rule for e in recovery)  # type: ignore[union-attr]
     assert all(e.rule is None for e in result.events if e.reason != "overflow")
+
+
+def test_the_ceiling_counts_the_output_anthropic_is_sent_by_default() -> None:
+    """Without ``max_tokens``, an Anthropic request goes with the guard's default cap (8,192):
+    refused so, a shorter input with ``max_tokens=1000`` fits and is sent."""
+    history = [{"role": "user", "content": "Review: " + lines("r", 200)}]
+    for i in range(5):
+        history += [
+            {"role": "assistant", "content": "Noted. " + "fine " * 200},
+            {"role": "user", "content": f"And {i}: " + lines(f"p{i}", 150)},
+        ]
+    shorter = [*history[:-1], {"role": "user", "content": "And 4: " + lines("p4", 125)}]
+    guard = ContextGuard(
+        "claude-sonnet-4-20250514", window=128_000, format="anthropic", calibration=False
+    )
+    first = guard.send(lambda r: {}, history).request
+    window = first.estimate.raw.total + 1_500  # the provider's, for input and output
+    sends: list[int] = []
+
+    def send(request: GuardedRequest) -> dict[str, Any]:
+        out = request.kwargs()["max_tokens"]
+        sends.append(request.attempt)
+        if request.estimate.raw.total + out > window:
+            raise countless_overflow()
+        return {}
+
+    assert first.kwargs()["max_tokens"] > 1_500
+    with pytest.raises(ContextOverflowError):
+        guard.send(send, history)
+    sends.clear()
+    guard.send(send, shorter, max_tokens=1_000)
+    assert sends == [1]
+
+
+@pytest.mark.parametrize(("reference", "sent"), [("fc_68a1", True), ("msg_68a1", False)])
+def test_an_orphan_is_waived_only_beside_a_reference_that_may_be_its_call(
+    reference: str, sent: bool
+) -> None:
+    """A stored message (``msg_``) is no call: an output beside a reference to one is an
+    orphan the provider refuses, said before sending."""
+    from ctxbudget import PairingError
+
+    history = [
+        {"role": "user", "content": "hi"},
+        {"id": reference},
+        {"type": "function_call_output", "call_id": "call_zzz", "output": "x"},
+    ]
+    guard = ContextGuard("gpt-4.1")
+    if sent:
+        assert guard.send(lambda r: {}, history).request.messages == history
+    else:
+        with pytest.raises(PairingError, match="orphaned_result 'call_zzz'"):
+            guard.send(lambda r: {}, history)

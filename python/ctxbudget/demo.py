@@ -292,7 +292,9 @@ def replay(
                     f"the provider said too long ({result.overflow.requested_tokens:,} tokens):"
                     " retried once, and it went through",
                 )
-            fill = (sent + reserve) / window
+            # (the output the request went with, lowered after an overflow or not)
+            out = result.request.max_tokens
+            fill = (sent + (reserve if out is None or out == MAX_TOKENS else out)) / window
             yield DemoCall(number, len(history), full, sent, fill, actions, history == stored)
         history.append(message)
 
@@ -325,13 +327,15 @@ def _carried_over(
     if summaries and not any(e.action == "compact" for e in events):
         kept = "the summary" if summaries == 1 else f"the {summaries} summaries"
         parts.append(f"{kept} of {summarized} older messages")
-    if stubs and not events:
+    if stubs and not any(e.action == "prune" for e in events):
         parts.append(f"{stubs} tool output{'s' if stubs != 1 else ''} stubbed")
     return (f"as before: {', '.join(parts)}",) if parts else ()
 
 
 def _describe(event: ContextEvent) -> str:
     saved = event.tokens_before - event.tokens_after
+    if event.action == "lower_output":
+        return f"lowered max_tokens {event.max_tokens_before:,} -> {event.max_tokens_after:,}"
     if event.action == "compact":
         return (
             f"compacted {event.summarized} older messages into a summary, kept {event.kept}"

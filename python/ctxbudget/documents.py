@@ -193,20 +193,38 @@ def read_tool_file(path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX
     return _decode_text(data)
 
 
-#: What an Office file's first zip entries are named by: the kind each tells.
-_OFFICE_FOLDERS = ((b"word/", "docx"), (b"xl/", "xlsx"), (b"ppt/", "pptx"))
+#: The folders of an Office file's parts: the kind each tells.
+_OFFICE_FOLDERS: tuple[tuple[bytes, DocumentKind], ...] = (
+    (b"word/", "docx"), (b"xl/", "xlsx"), (b"ppt/", "pptx"),
+)  # fmt: skip
+#: A zip entry's local header up to its name: the name's length, the extra field's length.
+_LOCAL_HEADER = re.compile(rb"PK\x03\x04.{22}(..)(..)", re.DOTALL)
 
 
 def _damaged_office_kind(data: bytes) -> DocumentKind | None:
-    """The kind of an Office file whose zip archive cannot be read (a download cut short),
-    told by the names in its first entries' headers; ``None`` for anything else."""
+    """The kind of an Office file whose zip archive cannot be read (a download cut short):
+    its entries' local headers, in its first 64 KB, name ``[Content_Types].xml`` and parts
+    of a Word, Excel or PowerPoint folder; ``None`` for anything else (an archive that
+    opens is no damaged one)."""
     if not data.startswith(b"PK\x03\x04"):
         return None
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)):
+            return None
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError):
+        pass
     head = data[:65_536]
-    if b"[Content_Types].xml" not in head:
+    names = []
+    for header in _LOCAL_HEADER.finditer(head):
+        size = int.from_bytes(header.group(1), "little")
+        names.append(head[header.end() : header.end() + size])
+    if b"[Content_Types].xml" not in names:
         return None
-    found = [(head.find(folder), kind) for folder, kind in _OFFICE_FOLDERS if folder in head]
-    return min(found)[1] if found else None  # type: ignore[return-value]
+    for name in names:
+        for folder, kind in _OFFICE_FOLDERS:
+            if name.startswith(folder):
+                return kind
+    return None
 
 
 def _regular_file_size(name: str, info: os.stat_result, max_bytes: int) -> int:

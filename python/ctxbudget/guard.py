@@ -197,8 +197,8 @@ class GuardResult(Generic[R]):
     Attributes:
         response: What ``send`` returned.
         request: The request that got it (the retry, after a recovered overflow).
-        events: The prunes and compactions of this call, in order (their token counts are
-            uncalibrated estimates, as :class:`~ctxbudget.prune.Pruner` and
+        events: The prunes, compactions and lowered outputs of this call, in order (their
+            token counts are uncalibrated estimates, as :class:`~ctxbudget.prune.Pruner` and
             :func:`~ctxbudget.compact.compact` count them; ``request.input_tokens`` is the
             calibrated one).
         overflow: The provider's overflow that was recovered from, if any.
@@ -570,7 +570,7 @@ class ContextGuard:
                 if second is None:
                     raise
                 if self._observe_overflow(retry, second) is None:
-                    self._note_refused(retry)
+                    self._note_refused(call.fmt, retry, second)
                 self._note_limit(second, retry, max_tokens)
                 raise ContextOverflowError.from_info(
                     second, model=self.model, reason="still too long after one recovery"
@@ -594,7 +594,7 @@ class ContextGuard:
         measured = self._observe_overflow(request, info)
         self._note_limit(info, request, call.max_tokens)
         if measured is None:
-            self._note_refused(request)
+            self._note_refused(call.fmt, request, info)
         lowered = self._lower_output(request, info)
         if lowered is not None:
             return lowered
@@ -657,8 +657,8 @@ class ContextGuard:
             return None  # too little left to answer in: make the input smaller instead
         n = len(request.messages)
         event = ContextEvent(
-            action="lower_output", reason="overflow", tokens_before=request.input_tokens,
-            tokens_after=request.input_tokens, messages_before=n, messages_after=n, fits=True,
+            action="lower_output", reason="overflow", tokens_before=request.estimate.raw.total,
+            tokens_after=request.estimate.raw.total, messages_before=n, messages_after=n, fits=True,
             rule=info.rule, max_tokens_before=asked, max_tokens_after=room,
         )  # fmt: skip
         emit(event, self._event)
@@ -693,15 +693,20 @@ class ContextGuard:
         )  # fmt: skip
         self._limit = stated
 
-    def _note_refused(self, request: GuardedRequest) -> None:
+    def _note_refused(self, fmt: str, request: GuardedRequest, info: OverflowInfo) -> None:
         """After an overflow that stated no count: the next requests stay under the one
         refused (by its uncalibrated estimate), until one is accepted with a usage report
         that calibration learns from. A refusal with no count teaches calibration nothing:
         without this ceiling, every later turn sent the same refused request and its
         refused retry."""
         # input and output: the provider may have counted the output asked for (a request
-        # with less of it may take more input)
-        cap = request.estimate.raw.total - 1 + (request.max_tokens or 0)
+        # with less of it may take more input), unless its rule caps the input alone
+        output = (
+            0
+            if info.rule in INPUT_CAP_RULES
+            else _sent_output(fmt, request.max_tokens, request.default_max_tokens)
+        )
+        cap = request.estimate.raw.total - 1 + output
         self._ceiling = cap if self._ceiling is None else min(self._ceiling, cap)
 
     def _lift_limit(self, request: GuardedRequest, reported: int | None) -> None:
@@ -736,7 +741,8 @@ class ContextGuard:
         history = self._ids.apply(call.fmt, self._memory.apply(call.fmt, call.messages))
         room = replace(room or Room(), base=self._available(max_tokens))
         if self._ceiling is not None:
-            ceiling = self._ceiling - (max_tokens or 0)
+            output = _sent_output(call.fmt, max_tokens, self._default_output(max_tokens))
+            ceiling = self._ceiling - output
             cap = ceiling if room.raw_cap is None else min(room.raw_cap, ceiling)
             room = replace(room, raw_cap=cap)
         self._pruner.budget = self._pruner_budget(room.lowest, max_tokens)
@@ -961,9 +967,13 @@ class ContextGuard:
         """Raise :class:`~ctxbudget.turns.PairingError` unless ``view`` pairs every call
         (reading only what changed since the last request)."""
         violations = self._pairing.violations(fmt, view)
-        if violations and fmt == "openai_responses" and _has_item_references(view):
-            # a result's call may be a stored item the request names by reference only
-            violations = [v for v in violations if v.kind != "orphaned_result"]
+        if violations and fmt == "openai_responses":
+            # a result's call may be a stored item the request names by reference only: as
+            # many orphans as references that may be calls (a message's or a reasoning
+            # item's, by their ids' prefixes, cannot)
+            orphans = [v for v in violations if v.kind == "orphaned_result"]
+            if orphans and len(orphans) <= _call_references(view):
+                violations = [v for v in violations if v.kind != "orphaned_result"]
         if violations:
             raise PairingError("sending this request", violations)
 
@@ -1063,9 +1073,26 @@ def _resolved(fmt: str, infos: list[Any]) -> list[Any]:
     return resolve_ids(infos) if fmt == "gemini" else infos
 
 
-def _has_item_references(view: Sequence[Any]) -> bool:
-    """Whether a Responses input names stored items by reference (``item_reference``)."""
-    return any((found := as_mapping(m)) is not None and is_item_reference(found) for m in view)
+def _sent_output(fmt: str, max_tokens: int | None, default: int | None) -> int:
+    """The output cap a request goes with: its ``max_tokens``, else the one Anthropic is
+    sent (:attr:`GuardedRequest.default_max_tokens`); 0 where none is sent."""
+    if max_tokens is not None:
+        return max_tokens
+    return default or 0 if fmt == "anthropic" else 0
+
+
+#: Id prefixes of stored items that are no tool calls (messages, reasoning).
+_NOT_CALL_IDS = ("msg_", "rs_")
+
+
+def _call_references(view: Sequence[Any]) -> int:
+    """How many items of a Responses input name a stored item that may be a tool call."""
+    count = 0
+    for m in view:
+        found = as_mapping(m)
+        if found is not None and is_item_reference(found):
+            count += not str(found.get("id") or "").startswith(_NOT_CALL_IDS)
+    return count
 
 
 def _same_messages(a: list[Any], b: list[Any]) -> bool:

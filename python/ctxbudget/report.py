@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ctxbudget.budget import ContextWindowBudget
-from ctxbudget.formats.common import as_mapping
+from ctxbudget.formats.common import as_mapping, shown
 from ctxbudget.models import model_info
 from ctxbudget.prune import Pruner, PruneResult
 from ctxbudget.request import RequestEstimate, estimate_request
@@ -212,7 +212,8 @@ def inspect_conversation(
         max_tokens = conv.max_tokens
     if window is None:
         if model_info(conv.model) is None:
-            raise ValueError(f"unknown model {conv.model!r}: give its context window with --window")
+            model = shown(conv.model)  # (cut short: a body's model may be anything)
+            raise ValueError(f"unknown model {model}: give its context window with --window")
         budget = ContextWindowBudget.for_model(conv.model)
     else:
         budget = ContextWindowBudget.for_model(conv.model, window=window)

@@ -16,7 +16,7 @@ from ctxbudget._core import DictVersions, unchanged_prefix
 from ctxbudget.formats.anthropic import _ANTH_BLOCK_TYPES
 from ctxbudget.formats.common import _is_genai_object, as_mapping
 from ctxbudget.formats.model import MessageFormat
-from ctxbudget.formats.openai_responses import _RESP_ITEM_TYPES
+from ctxbudget.formats.openai_responses import _RESP_ITEM_TYPES, is_item_reference
 
 _CHAT: MessageFormat = "openai_chat"
 _RESP: MessageFormat = "openai_responses"
@@ -75,6 +75,8 @@ def message_fits(message: object) -> frozenset[MessageFormat]:
     role = message.get("role")
     if "parts" in message or role == "model":
         return frozenset({_GEM})
+    if is_item_reference(message):  # ({"id": ...} alone: no other format has one)
+        return frozenset({_RESP})
     kind = message.get("type")
     if isinstance(kind, str) and kind in _RESP_ITEM_TYPES:
         if kind == "message" and any(key in message for key in _ANTHROPIC_MESSAGE_KEYS):
