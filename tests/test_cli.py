@@ -532,6 +532,8 @@ def test_inspect_cuts_a_huge_unknown_model_name_short(
     assert main(["inspect", str(path)]) == 1
     err = capsys.readouterr().err
     assert "unknown model 'xxx" in err and len(err) < 400
+    assert main(["inspect", str(path), "--window", "8000"]) == 0
+    assert max(map(len, capsys.readouterr().out.splitlines())) < 400
 
 
 def test_inspect_a_body_whose_model_is_no_string_says_so(

@@ -180,3 +180,19 @@ def test_a_zip_that_opens_is_not_called_a_damaged_office_file(tmp_path: Path) ->
 
     with pytest.raises(BinaryContentError, match="looks like a ZIP archive"):
         read_tool_file(path)
+
+
+def test_a_workbook_cut_short_is_named_as_damaged(tmp_path: Path) -> None:
+    """openpyxl writes ``[Content_Types].xml`` last: a workbook cut short lacks it, and is
+    still named by its parts."""
+    openpyxl = pytest.importorskip("openpyxl")
+    book = openpyxl.Workbook()
+    for row in range(2_000):
+        book.active.append([f"value {row} {col}" for col in range(8)])
+    made = io.BytesIO()
+    book.save(made)
+    cut = tmp_path / "report.xlsx"
+    cut.write_bytes(made.getvalue()[: len(made.getvalue()) // 2])
+
+    with pytest.raises(DocumentConversionError, match=r"XLSX.*damaged or cut short"):
+        read_tool_file(cut)

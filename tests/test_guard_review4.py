@@ -298,3 +298,59 @@ def test_an_orphan_is_waived_only_beside_a_reference_that_may_be_its_call(
     else:
         with pytest.raises(PairingError, match="orphaned_result 'call_zzz'"):
             guard.send(lambda r: {}, history)
+
+
+def openai_error(message: str, code: str) -> openai.BadRequestError:
+    body = {"error": {"message": message, "type": "invalid_request_error", "param": None,
+                      "code": code}}  # fmt: skip
+    request = httpx.Request("POST", "https://api.openai.com/v1/responses")
+    response = httpx.Response(400, request=request, json=body)
+    return openai.BadRequestError(message, response=response, body=body["error"])
+
+
+def test_gpt5s_input_cap_with_its_code_is_learned_as_an_input_cap() -> None:
+    """OpenAI words gpt-5's cap "Input tokens exceed the configured limit" under the code
+    ``context_length_exceeded``: the code named the rule, and the limit was taken for input
+    plus output (a 250k input under the 272k cap was then refused unsent, for good)."""
+    cap = 272_000
+
+    def send(request: GuardedRequest) -> dict[str, Any]:
+        if request.input_tokens > cap:
+            raise openai_error(
+                f"Input tokens exceed the configured limit of {cap} tokens. Your messages"
+                f" resulted in {request.input_tokens} tokens.",
+                "context_length_exceeded",
+            )
+        return {"usage": {"input_tokens": request.input_tokens}}
+
+    def one_message(tokens: int) -> list[dict[str, Any]]:
+        return [{"role": "user", "content": "Read: " + "word " * (tokens - 10)}]
+
+    budget = ContextWindowBudget(400_000, max_output=128_000, model="gpt-5")
+    guard = ContextGuard("gpt-5", budget=budget, calibration=False, format="openai_responses")
+    with pytest.raises(ContextOverflowError):
+        guard.send(send, one_message(300_000), max_tokens=32_000)
+
+    result = guard.send(send, one_message(250_000), max_tokens=32_000)
+    assert result.request.input_tokens > 240_000
+
+
+def test_a_countless_input_cap_leaves_a_ceiling_on_the_input_alone() -> None:
+    """Copilot's ``model_max_prompt_tokens_exceeded`` says no count: the next turn's input
+    may be up to what was refused, whatever output it asks for (the output was subtracted:
+    an input under the cap was refused unsent)."""
+    cap = 20_000
+
+    def send(request: GuardedRequest) -> dict[str, Any]:
+        if request.estimate.raw.total > cap:
+            raise openai_error("The prompt is too long.", "model_max_prompt_tokens_exceeded")
+        return {}
+
+    def history(tokens: int) -> list[dict[str, Any]]:
+        return [{"role": "user", "content": "Read: " + "word " * (tokens - 10)}]
+
+    guard = ContextGuard("gpt-4.1", window=64_000, calibration=False)
+    with pytest.raises(ContextOverflowError):
+        guard.send(send, history(cap + 300), max_tokens=4_000)
+    result = guard.send(send, history(cap - 2_500), max_tokens=4_000)
+    assert result.request.attempt == 1

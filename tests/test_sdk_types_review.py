@@ -401,7 +401,12 @@ def test_media_in_a_gemini_function_response_are_counted() -> None:
 
 
 @pytest.mark.parametrize(
-    "reference", [{"type": "item_reference", "id": "fc_68a1"}, {"id": "fc_68a1"}]
+    "reference",
+    [
+        {"type": "item_reference", "id": "fc_68a1"},
+        {"id": "fc_68a1"},
+        {"id": "fc_68a1", "type": None},
+    ],
 )
 def test_a_result_whose_call_is_a_stored_item_named_by_reference_is_sent(
     reference: dict[str, Any],

@@ -257,7 +257,6 @@ def replay(
 ) -> Iterator[DemoCall]:
     """Every model call of :func:`demo_run` through one guard, with what it did."""
     guard = ContextGuard(model, window=window, summarize=summarize)
-    reserve = guard.budget.reserve(MAX_TOKENS)
 
     def provider(request: GuardedRequest) -> dict[str, Any]:
         count = request.estimate.raw.total + sum(
@@ -292,9 +291,9 @@ def replay(
                     f"the provider said too long ({result.overflow.requested_tokens:,} tokens):"
                     " retried once, and it went through",
                 )
-            # (the output the request went with, lowered after an overflow or not)
+            # the reserve of the output the request went with (lowered after an overflow, or not)
             out = result.request.max_tokens
-            fill = (sent + (reserve if out is None or out == MAX_TOKENS else out)) / window
+            fill = (sent + guard.budget.reserve(out if out is not None else MAX_TOKENS)) / window
             yield DemoCall(number, len(history), full, sent, fill, actions, history == stored)
         history.append(message)
 

@@ -193,9 +193,10 @@ def read_tool_file(path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX
     return _decode_text(data)
 
 
-#: The folders of an Office file's parts: the kind each tells.
-_OFFICE_FOLDERS: tuple[tuple[bytes, DocumentKind], ...] = (
-    (b"word/", "docx"), (b"xl/", "xlsx"), (b"ppt/", "pptx"),
+#: Parts only an Office file of each kind has (by the start of their names).
+_OFFICE_PARTS: tuple[tuple[bytes, DocumentKind], ...] = (
+    (b"word/document.xml", "docx"), (b"xl/workbook.xml", "xlsx"),
+    (b"xl/worksheets/", "xlsx"), (b"ppt/presentation.xml", "pptx"), (b"ppt/slides/", "pptx"),
 )  # fmt: skip
 #: A zip entry's local header up to its name: the name's length, the extra field's length.
 _LOCAL_HEADER = re.compile(rb"PK\x03\x04.{22}(..)(..)", re.DOTALL)
@@ -203,9 +204,10 @@ _LOCAL_HEADER = re.compile(rb"PK\x03\x04.{22}(..)(..)", re.DOTALL)
 
 def _damaged_office_kind(data: bytes) -> DocumentKind | None:
     """The kind of an Office file whose zip archive cannot be read (a download cut short):
-    its entries' local headers, in its first 64 KB, name ``[Content_Types].xml`` and parts
-    of a Word, Excel or PowerPoint folder; ``None`` for anything else (an archive that
-    opens is no damaged one)."""
+    its entries' local headers, in its first 64 KB, name a package part
+    (``[Content_Types].xml``, ``_rels/.rels``, ``docProps/``) and a part only a Word, Excel
+    or PowerPoint file has; ``None`` for anything else (an archive that opens is no damaged
+    one)."""
     if not data.startswith(b"PK\x03\x04"):
         return None
     try:
@@ -218,11 +220,15 @@ def _damaged_office_kind(data: bytes) -> DocumentKind | None:
     for header in _LOCAL_HEADER.finditer(head):
         size = int.from_bytes(header.group(1), "little")
         names.append(head[header.end() : header.end() + size])
-    if b"[Content_Types].xml" not in names:
+    package = any(
+        n == b"[Content_Types].xml" or n == b"_rels/.rels" or n.startswith(b"docProps/")
+        for n in names
+    )  # (openpyxl writes [Content_Types].xml last: a cut file may lack it)
+    if not package:
         return None
     for name in names:
-        for folder, kind in _OFFICE_FOLDERS:
-            if name.startswith(folder):
+        for part, kind in _OFFICE_PARTS:
+            if name.startswith(part):
                 return kind
     return None
 

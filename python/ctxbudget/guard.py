@@ -362,6 +362,8 @@ class ContextGuard:
         # count (None: no such overflow since calibration last learned from an accepted
         # request).
         self._ceiling: int | None = None
+        # The same after overflows of an input cap (the input's alone).
+        self._input_ceiling: int | None = None
 
     def invalidate(self, message: Any = None) -> None:
         """Forget what was read of ``message`` (or of every message, when it is None) after
@@ -414,6 +416,7 @@ class ContextGuard:
                 "ratio": self._ratio,
                 "limit": self._limit,
                 "ceiling": self._ceiling,
+                "input_ceiling": self._input_ceiling,
                 "memory": copy.copy(self._memory),
                 "sticky": copy.copy(self._sticky),
             }
@@ -424,6 +427,7 @@ class ContextGuard:
         self._conversation = state["conversation"]
         self._ratio, self._limit = state["ratio"], state["limit"]
         self._ceiling = state.get("ceiling")
+        self._input_ceiling = state.get("input_ceiling")
         self._memory, self._sticky = state["memory"], state["sticky"]
 
     def __copy__(self) -> ContextGuard:
@@ -683,7 +687,7 @@ class ContextGuard:
         if output is None and caller_max_tokens is None and self._limit is not None:
             # Sent with the guard's cap in place of the default output it learned: still so.
             output = self._limit.output
-        stated = StatedLimit(limit, info.rule in INPUT_CAP_RULES, output)
+        stated = StatedLimit(limit, _input_cap(info), output)
         mt = request.max_tokens
         if stated.budget(self.budget, mt).available(mt) >= self._available(mt):
             return
@@ -699,14 +703,14 @@ class ContextGuard:
         that calibration learns from. A refusal with no count teaches calibration nothing:
         without this ceiling, every later turn sent the same refused request and its
         refused retry."""
+        if _input_cap(info):  # the input's alone, whatever output the next one asks for
+            cap = request.estimate.raw.total - 1
+            self._input_ceiling = min(cap, self._input_ceiling or cap)
+            return
         # input and output: the provider may have counted the output asked for (a request
-        # with less of it may take more input), unless its rule caps the input alone
-        output = (
-            0
-            if info.rule in INPUT_CAP_RULES
-            else _sent_output(fmt, request.max_tokens, request.default_max_tokens)
-        )
-        cap = request.estimate.raw.total - 1 + output
+        # with less of it may take more input)
+        sent = _sent_output(fmt, request.max_tokens, request.default_max_tokens)
+        cap = request.estimate.raw.total - 1 + sent
         self._ceiling = cap if self._ceiling is None else min(self._ceiling, cap)
 
     def _lift_limit(self, request: GuardedRequest, reported: int | None) -> None:
@@ -740,11 +744,12 @@ class ContextGuard:
         # repair, compaction's cuts); the summary memory matches the caller's own objects
         history = self._ids.apply(call.fmt, self._memory.apply(call.fmt, call.messages))
         room = replace(room or Room(), base=self._available(max_tokens))
+        caps = [room.raw_cap, self._input_ceiling]
         if self._ceiling is not None:
             output = _sent_output(call.fmt, max_tokens, self._default_output(max_tokens))
-            ceiling = self._ceiling - output
-            cap = ceiling if room.raw_cap is None else min(room.raw_cap, ceiling)
-            room = replace(room, raw_cap=cap)
+            caps.append(self._ceiling - output)
+        if any(cap is not None for cap in caps[1:]):
+            room = replace(room, raw_cap=min(cap for cap in caps if cap is not None))
         self._pruner.budget = self._pruner_budget(room.lowest, max_tokens)
 
         def view_of(msgs: list[Any]) -> tuple[list[Any], CalibratedEstimate, bool]:
@@ -1014,8 +1019,8 @@ class ContextGuard:
                 request.messages, usage, system=request.system, tools=request.tools,
                 raw=request.estimate.raw, conversation=self._conversation,
             )  # fmt: skip
-            if learned:
-                self._ceiling = None  # calibration knows what the provider counts now
+            if learned:  # calibration knows what the provider counts now
+                self._ceiling = self._input_ceiling = None
             return learned
         except Exception:  # a usage report we cannot read must not lose the response
             logger.warning("could not read the usage report of the response", exc_info=True)
@@ -1071,6 +1076,11 @@ class ContextGuard:
 
 def _resolved(fmt: str, infos: list[Any]) -> list[Any]:
     return resolve_ids(infos) if fmt == "gemini" else infos
+
+
+def _input_cap(info: OverflowInfo) -> bool:
+    """Whether an overflow's limit is the input's alone."""
+    return info.input_cap or info.rule in INPUT_CAP_RULES
 
 
 def _sent_output(fmt: str, max_tokens: int | None, default: int | None) -> int:

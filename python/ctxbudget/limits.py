@@ -11,13 +11,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ctxbudget import overflow_rules as rules
 from ctxbudget.budget import ContextWindowBudget
 from ctxbudget.calibration import CalibratedEstimate
 
 __all__ = ["INPUT_CAP_RULES", "Room", "StatedLimit", "least_output"]
 
-#: Rules of provider errors whose stated limit is the input's alone (not input + output).
-INPUT_CAP_RULES = frozenset({"text:input tokens exceed", "code:model_max_prompt_tokens_exceeded"})
+#: (re-exported: rules whose stated limit is the input's alone)
+INPUT_CAP_RULES = rules.INPUT_CAP_RULES
 
 
 @dataclass(frozen=True, slots=True)

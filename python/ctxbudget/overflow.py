@@ -96,6 +96,9 @@ class OverflowInfo:
         exact: ``False`` when the provider qualified its counts (``about``, ``at least``) or
             they are our own estimate; such counts are bounds, not measurements.
         excess_tokens: How far over the limit the request was, when stated (Cohere, Ollama).
+        input_cap: The limit is the input's alone (gpt-5's "Input tokens exceed the
+            configured limit", Copilot's prompt limit), whichever rule is named: a code can
+            name the error while its wording tells this.
     """
 
     kind: OverflowKind
@@ -109,6 +112,7 @@ class OverflowInfo:
     confidence: Confidence = "high"
     exact: bool = True
     excess_tokens: int | None = None
+    input_cap: bool = False
 
     @property
     def measured_input_tokens(self) -> int | None:
@@ -552,6 +556,8 @@ def _decide(sig: _Signals) -> OverflowInfo | None:
         confidence="high" if structured is not None or stated else "medium",
         exact=not _is_approximate(text),
         excess_tokens=excess,
+        input_cap=name in rules.INPUT_CAP_RULES
+        or (rule is not None and rule.name in rules.INPUT_CAP_RULES),
     )
 
 

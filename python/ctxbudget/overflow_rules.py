@@ -58,6 +58,11 @@ def _rule(
 
 
 BYTES: Final = "request_too_large"
+#: Rules of provider errors whose stated limit is the input's alone (not input + output):
+#: gpt-5's configured input limit, Copilot's prompt limit.
+INPUT_CAP_RULES: Final = frozenset(
+    {"text:input tokens exceed", "code:model_max_prompt_tokens_exceeded"}
+)
 
 # Step 5, the wording families, most specific first. Byte and character limits come first:
 # their numbers are not tokens.

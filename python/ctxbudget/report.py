@@ -391,7 +391,7 @@ def print_inspection(ins: Inspection, name: str, top: int = 5) -> None:
     est, budget = ins.estimate, ins.budget
     print(
         f"{name}: {_count(len(ins.conversation.messages), 'message')} ({est.format}), model"
-        f" {printable(ins.conversation.model)}, encoding {est.encoding}"
+        f" {printable(_cut(ins.conversation.model))}, encoding {est.encoding}"
     )
     print(
         f"window {budget.window:,} = input up to {budget.window - ins.reserve:,}"
@@ -441,3 +441,8 @@ def largest(per_message: Sequence[int], top: int) -> list[int]:
 def _count(n: int, noun: str) -> str:
     """``1 message``, ``2 messages``."""
     return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
+
+
+def _cut(name: str, most: int = 120) -> str:
+    """``name`` cut to ``most`` characters (a body's model field may hold anything)."""
+    return name if len(name) <= most else f"{name[:most]}... ({len(name):,} characters)"

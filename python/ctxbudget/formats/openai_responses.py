@@ -211,9 +211,9 @@ def is_item_reference(item: Mapping[str, Any]) -> bool:
     kind = item.get("type")
     if kind == "item_reference":
         return True
-    return (
-        kind is None and "role" not in item and isinstance(item.get("id"), str) and len(item) == 1
-    )
+    # (``{"id": ..., "type": None}``: a model_dump that kept the None)
+    keys = len(item) - ("type" in item)
+    return kind is None and keys == 1 and isinstance(item.get("id"), str)
 
 
 def _check_linked_item(r: _Reader, m: Mapping[str, Any], kind: str) -> None:
