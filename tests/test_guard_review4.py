@@ -354,3 +354,23 @@ def test_a_countless_input_cap_leaves_a_ceiling_on_the_input_alone() -> None:
         guard.send(send, history(cap + 300), max_tokens=4_000)
     result = guard.send(send, history(cap - 2_500), max_tokens=4_000)
     assert result.request.attempt == 1
+
+
+@pytest.mark.parametrize(
+    ("message", "input_cap"),
+    [
+        ("prompt token count of 130000 exceeds the limit of 128000", True),  # Copilot's
+        ("Input tokens exceed the configured limit of 272000 tokens.", True),  # gpt-5's
+        (
+            "This model's maximum context length is 8192 tokens. However, your messages resulted"
+            " in 9000 tokens.",
+            False,
+        ),
+    ],
+)
+def test_an_input_cap_is_told_by_its_wording(message: str, input_cap: bool) -> None:
+    """Copilot's prompt limit said in words alone (a wrapper that keeps the message only)
+    is an input cap as its code is: taken for input plus output, it was budgeted with the
+    output inside it, and a request under the prompt limit refused unsent."""
+    info = classify_overflow(RuntimeError(message))
+    assert info is not None and info.input_cap is input_cap

@@ -1080,7 +1080,8 @@ def _resolved(fmt: str, infos: list[Any]) -> list[Any]:
 
 def _input_cap(info: OverflowInfo) -> bool:
     """Whether an overflow's limit is the input's alone."""
-    return info.input_cap or info.rule in INPUT_CAP_RULES
+    # (getattr: an OverflowInfo pickled before the field was)
+    return getattr(info, "input_cap", False) or info.rule in INPUT_CAP_RULES
 
 
 def _sent_output(fmt: str, max_tokens: int | None, default: int | None) -> int:

@@ -61,7 +61,11 @@ BYTES: Final = "request_too_large"
 #: Rules of provider errors whose stated limit is the input's alone (not input + output):
 #: gpt-5's configured input limit, Copilot's prompt limit.
 INPUT_CAP_RULES: Final = frozenset(
-    {"text:input tokens exceed", "code:model_max_prompt_tokens_exceeded"}
+    {
+        "text:input tokens exceed",
+        "text:prompt token count exceeds the limit",
+        "code:model_max_prompt_tokens_exceeded",
+    }
 )
 
 # Step 5, the wording families, most specific first. Byte and character limits come first:
@@ -194,6 +198,13 @@ WORDING_RULES: Final[tuple[_Rule, ...]] = (
         # "Input length (N tokens) exceeds the maximum allowed length (L tokens)"
         # (sglang python/sglang/srt/managers/utils.py, validate_input_length).
         r"|input length \({N} tokens\) exceeds the maximum allowed length",
+    ),
+    _rule(
+        # GitHub Copilot's prompt limit ("prompt token count of N exceeds the limit of L"):
+        # the input's alone (its max_prompt_tokens)
+        "prompt token count exceeds the limit",
+        "prompt token count",
+        r"prompt token count (?:of )?{N} exceeds (?:the )?limit of [0-9]",
     ),
     _rule(
         "token count exceeds the limit",
