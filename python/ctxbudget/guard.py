@@ -705,7 +705,9 @@ class ContextGuard:
         refused retry."""
         if _input_cap(info):  # the input's alone, whatever output the next one asks for
             cap = request.estimate.raw.total - 1
-            self._input_ceiling = min(cap, self._input_ceiling or cap)
+            self._input_ceiling = (
+                cap if self._input_ceiling is None else min(self._input_ceiling, cap)
+            )
             return
         # input and output: the provider may have counted the output asked for (a request
         # with less of it may take more input)

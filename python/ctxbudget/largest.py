@@ -248,8 +248,8 @@ class StickyStubs:
         for original, slots, at in loose:
             # the same object when it is still there (an equal one before it is another
             # message: the same output twice), else an equal one not bound yet: the one where
-            # it was, else the first
-            found = original if id(original) in present and _holds(view, original) else None
+            # it was, else the first. (Ids tell: ``original`` is alive, held here.)
+            found = original if id(original) in present else None
             if found is None and at is not None and at < len(view):
                 there = view[at]
                 found = there if id(there) not in self._by_id and _equal(there, original) else None
@@ -277,11 +277,6 @@ class StickyStubs:
             for i, m in enumerate(view)
             if id(m) in self._by_id and self._by_id[id(m)][0] is m
         }
-
-
-def _holds(view: list[Any], message: Any) -> bool:
-    """Whether ``view`` holds ``message`` itself."""
-    return any(m is message for m in view)
 
 
 def _equal(a: Any, b: Any) -> bool:
