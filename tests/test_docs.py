@@ -15,6 +15,7 @@ MODULES = [
     "ctxbudget.guard",
     "ctxbudget.overflow",
     "ctxbudget.pairing",
+    "ctxbudget.result_placement",
     "ctxbudget.selection",
     "ctxbudget.tokens",
     "ctxbudget.text",

@@ -112,11 +112,14 @@ def check_chat_body(body: dict[str, Any]) -> None:
         assert message["role"] in {"system", "developer", "user", "assistant", "tool"}
         if message["content"] is None:
             assert message["role"] == "assistant" and message["tool_calls"]
-        for tool_call in message.get("tool_calls", []):
-            open_calls.add(tool_call["id"])
         if message["role"] == "tool":
             assert isinstance(message["content"], str)
             open_calls.remove(message["tool_call_id"])
+            continue
+        # the tool messages answering every call come right after the calls' message
+        assert not open_calls, (open_calls, message)
+        for tool_call in message.get("tool_calls", []):
+            open_calls.add(tool_call["id"])
     assert not open_calls
 
 
@@ -377,8 +380,10 @@ def check_anthropic_body(body: dict[str, Any]) -> None:
         content = message["content"]
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
         results = {b["tool_use_id"] for b in blocks if b["type"] == "tool_result"}
-        # each tool_use is answered in the very next (user) message
+        # each tool_use is answered in the very next (user) message, its results first
         assert results == pending, (pending, results)
+        kinds = [b["type"] == "tool_result" for b in blocks]
+        assert kinds == sorted(kinds, reverse=True), kinds
         pending = {b["id"] for b in blocks if b["type"] == "tool_use"}
         for block in blocks:
             if block["type"] == "tool_result":

@@ -12,7 +12,9 @@
    output is replaced by a stub that says how to read it in parts, its call kept. A fresh
    output that compaction could not make room for is stubbed before compacting.
 3. **Validate pairing** of the final view (every call answered once, no orphan results):
-   a request the provider would reject never leaves.
+   a request the provider would reject never leaves. Before anything reads the history, a
+   result that came later than its call is moved next to it where the provider requires it
+   there (Chat Completions, Anthropic: :mod:`ctxbudget.result_placement`).
 4. **Enforce the budget** on the final view, after every rewrite: an over-budget request
    raises :class:`~ctxbudget.errors.ContextBudgetError` and never reaches ``send``.
 5. **Dispatch**: ``send(request)``.
@@ -66,6 +68,7 @@ from ctxbudget.overflow import OverflowInfo, classify_overflow
 from ctxbudget.pairing_cache import GrowingPairing
 from ctxbudget.prune import PruneConfig, Pruner, make_budget
 from ctxbudget.request import RequestEstimate, RequestEstimator, check_max_tokens
+from ctxbudget.result_placement import ResultPlacement
 from ctxbudget.result_size import ResultSizer
 from ctxbudget.summary_memory import SummaryMemory
 from ctxbudget.summary_prompt import largest_summary
@@ -358,6 +361,7 @@ class ContextGuard:
         self._limit: StatedLimit | None = None
         self._memory = SummaryMemory()
         self._ids = CallIdRenamer()
+        self._placement = ResultPlacement()
         # The most uncalibrated input plus max_tokens to send after overflows that stated no
         # count (None: no such overflow since calibration last learned from an accepted
         # request).
@@ -379,6 +383,7 @@ class ContextGuard:
             self._pruner.invalidate(message)
             self._sticky.invalidate(message)
             self._ids.invalidate()
+            self._placement.invalidate()
             self._scans.clear()
             self._pairing = GrowingPairing()
             self._fits_seen = SeenFits()
@@ -552,7 +557,13 @@ class ContextGuard:
         check_max_tokens(max_tokens)
         caller = message_list(messages, None)
         refuse_langchain(caller)
-        call = _Call(caller, system, tools, max_tokens, run_start, events, self._format(caller))
+        fmt = self._format(caller)
+        # results moved next to their calls before anything reads the list (a provider
+        # refuses a request in which one comes later: SPEC G2)
+        placed = self._placement.apply(fmt, caller)
+        if placed is not caller:
+            logger.debug("tool results moved next to their calls in what is sent")
+        call = _Call(placed, system, tools, max_tokens, run_start, events, fmt)
         request = yield from self._prepare(call, max_tokens, "proactive", None)
         overflow: OverflowInfo | None = None
         try:

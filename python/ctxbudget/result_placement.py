@@ -1,0 +1,300 @@
+"""Tool results moved next to their calls, where a provider requires them there.
+
+Chat Completions refuses a request in which an assistant message's ``tool_calls`` are not
+followed at once by the ``tool`` messages answering them ("An assistant message with
+'tool_calls' must be followed by tool messages responding to each 'tool_call_id'"); Anthropic
+refuses one whose ``tool_use`` blocks are not answered in the very next message ("`tool_use`
+ids were found without `tool_result` blocks immediately after"), with the ``tool_result``
+blocks first in it. Agent loops break that order without meaning to: a user's note typed while
+a tool ran is appended before its result, a late result after the next turn. The provider
+then refuses every later request of the conversation alike: the agent is stuck, although
+every call has its result.
+
+:func:`place_results` moves each such result to where the provider looks for it: a Chat
+``tool`` message to the end of the tool messages right after its call (before the note), an
+Anthropic ``tool_result`` block into the user message after the call's turn (first in it;
+a user message is added there when the next one is the model's). Nothing is dropped but a
+message all of whose blocks moved. Results that cannot be told apart are left where they are
+for the pairing check to report (a result before its call, a second result for one call, a
+result of no call). Responses and Gemini lists are returned as they are.
+
+The caller's messages are never modified: a Chat list is reordered (the caller's own message
+objects), an Anthropic message that gains or loses blocks is a shallow copy with a new
+``content`` list (of the caller's block objects), the same object turn after turn while the
+original and its blocks stay the same objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctxbudget.formats.common import as_mapping
+from ctxbudget.messages import FORMATS, detect_format
+from ctxbudget.stubs import history_model
+from ctxbudget.turns import MessageInfo, ScanCache, scan_error
+
+__all__ = ["ResultPlacement", "place_results"]
+
+#: The formats whose providers want results right after their calls.
+PLACED_FORMATS = ("openai_chat", "anthropic")
+
+
+@dataclass(slots=True)
+class _Round:
+    """The latest call of one id: the message holding it, the assistant turn it belongs to,
+    and whether a result answered it yet."""
+
+    at: int
+    turn: int
+    answered: bool = False
+
+
+@dataclass
+class _Plan:
+    """Where the results of a list sit, read message by message (a list that grew is read
+    on from where the last one ended)."""
+
+    fmt: str
+    read: int = 0
+    rounds: dict[str, _Round] = field(default_factory=dict)
+    #: The assistant turns: a run of assistant messages is one (Anthropic joins them).
+    turn: int = 0
+    last_kind: str = ""
+    #: Chat: the last message that is not a tool message.
+    anchor: int = -1
+    #: (message, slot, call message) of each result not where its provider wants it.
+    moves: list[tuple[int, int, int]] = field(default_factory=list)
+    #: Anthropic user messages with a block before their tool results.
+    reorder: list[int] = field(default_factory=list)
+
+    def feed(self, i: int, info: MessageInfo) -> None:
+        if info.kind == "assistant":
+            if self.last_kind != "assistant":
+                self.turn += 1
+            for cid, _ in info.calls:
+                if cid is not None:
+                    self.rounds[cid] = _Round(i, self.turn)
+        if info.kind == "results":
+            self._results(i, info)
+        else:
+            self.anchor = i
+        self.last_kind = info.kind
+        self.read = i + 1
+
+    def _results(self, i: int, info: MessageInfo) -> None:
+        chat = self.fmt == "openai_chat"
+        # Anthropic: the message right after the call's turn holds its results
+        after_turn = self.last_kind == "assistant"
+        for rid, _, slot in info.results:
+            found = self.rounds.get(rid) if rid is not None else None
+            if found is None or found.answered:
+                continue  # no call, or answered already: the pairing check reports it
+            found.answered = True
+            placed = self.anchor == found.at if chat else after_turn and found.turn == self.turn
+            if not placed:
+                self.moves.append((i, slot, found.at))
+        slots = sorted(slot for _, _, slot in info.results)
+        if not chat and slots != list(range(len(slots))):
+            self.reorder.append(i)
+
+
+class ResultPlacement:
+    """:func:`place_results` for one conversation sent turn after turn: a list that grew is
+    read from where the last one ended, and a copy it made is the same object every turn
+    while its original and the blocks moved stay the same objects (the caches keyed on
+    message objects keep working, and the provider's prompt cache sees the same prefix).
+    Not thread-safe: the owner serialises."""
+
+    def __init__(self) -> None:
+        self._scans: dict[str, ScanCache] = {}
+        self._plan: _Plan | None = None
+        # key of a copy (its original's id, or None for an added message, and its blocks'
+        # ids) -> (original, blocks, copy)
+        self._made: dict[tuple[Any, ...], tuple[Any, tuple[Any, ...], Any]] = {}
+        # id(text content) -> (the text, the block it reads as): one block object per text
+        self._texts: dict[int, tuple[str, dict[str, Any]]] = {}
+
+    def invalidate(self) -> None:
+        """Forget everything read (after editing a message in place below its fields)."""
+        self._scans, self._plan, self._made, self._texts = {}, None, {}, {}
+
+    def apply(self, fmt: str, messages: list[Any]) -> list[Any]:
+        """``messages`` with each result where its provider wants it; ``messages`` itself
+        when every result is there already."""
+        if fmt not in PLACED_FORMATS:
+            return messages
+        scans = self._scans.get(fmt)
+        if scans is None:
+            scans = self._scans[fmt] = ScanCache(fmt)
+        try:
+            infos = scans.scan(messages)
+            plan = self._plan
+            if plan is None or plan.fmt != fmt or scans.prefix < plan.read:
+                plan = _Plan(fmt)
+            for i in range(plan.read, len(infos)):
+                plan.feed(i, infos[i])
+        except (TypeError, AttributeError, KeyError, IndexError) as exc:
+            # runs before validation: an id that is no string (a list is unhashable) or a
+            # malformed message is reported as the validator would, naming message and field
+            self.invalidate()
+            raise scan_error(messages, fmt, exc) from exc
+        self._plan = plan
+        if not plan.moves and not plan.reorder:
+            self._made, self._texts = {}, {}
+            return messages
+        if fmt == "openai_chat":
+            return _chat_placed(messages, infos, plan.moves)
+        made: dict[tuple[Any, ...], tuple[Any, tuple[Any, ...], Any]] = {}
+        texts: dict[int, tuple[str, dict[str, Any]]] = {}
+        validate = history_model(messages)
+
+        def copy(original: Any, blocks: list[Any]) -> Any:
+            return self._copy(made, validate, original, blocks)
+
+        def content(m: Any) -> list[Any]:
+            return self._content(texts, m)
+
+        out = _anthropic_placed(messages, infos, plan, copy, content)
+        self._made, self._texts = made, texts
+        return out
+
+    def _copy(
+        self,
+        made: dict[tuple[Any, ...], tuple[Any, tuple[Any, ...], Any]],
+        validate: Any,
+        original: Any,
+        blocks: list[Any],
+    ) -> Any:
+        """``original`` (None: a new user message) with ``blocks`` for content: the copy made
+        before while the original and the blocks are the same objects. In the history's
+        message class when it is one (see :func:`~ctxbudget.stubs.history_model`)."""
+        key = (None if original is None else id(original), *map(id, blocks))
+        hit = self._made.get(key)
+        if hit is not None and hit[0] is original and _same(hit[1], blocks):
+            copy = hit[2]
+        else:
+            fields = dict(as_mapping(original) or {}) if original is not None else {}
+            copy = {**fields, "role": "user", "content": list(blocks)}
+            if validate is not None:
+                copy = validate(copy)
+        made[key] = (original, tuple(blocks), copy)
+        return copy
+
+    def _content(self, texts: dict[int, tuple[str, dict[str, Any]]], m: Any) -> list[Any]:
+        """A user message's content as a list of blocks: text given as a string is one,
+        the same block object every turn."""
+        fields = as_mapping(m) or {}
+        content = fields.get("content")
+        if isinstance(content, list):
+            return list(content)
+        if not isinstance(content, str) or not content:
+            return []
+        hit = self._texts.get(id(content))
+        if hit is None or hit[0] is not content:
+            hit = (content, {"type": "text", "text": content})
+        texts[id(content)] = hit
+        return [hit[1]]
+
+
+def _same(a: Sequence[Any], b: Sequence[Any]) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+
+
+def _chat_placed(
+    messages: list[Any], infos: list[MessageInfo], moves: list[tuple[int, int, int]]
+) -> list[Any]:
+    """The Chat list with each moved ``tool`` message at the end of the tool messages right
+    after its call."""
+    moved = {k for k, _, _ in moves}
+    before: dict[int, list[int]] = {}  # index -> the moved messages that go before it
+    for k, _, call in moves:
+        end = call + 1
+        while end < len(infos) and infos[end].kind == "results" and end not in moved:
+            end += 1
+        before.setdefault(end, []).append(k)
+    out: list[Any] = []
+    for i, m in enumerate(messages):
+        out.extend(messages[k] for k in before.get(i, ()))
+        if i not in moved:
+            out.append(m)
+    return out
+
+
+def _anthropic_placed(
+    messages: list[Any],
+    infos: list[MessageInfo],
+    plan: _Plan,
+    copy: Callable[[Any, list[Any]], Any],
+    content: Callable[[Any], list[Any]],
+) -> list[Any]:
+    """The Anthropic list with each moved ``tool_result`` block in the user message after
+    its call's turn, and the tool results first in every user message holding some."""
+    n = len(messages)
+    taken: dict[int, set[int]] = {}  # message -> the slots moved out of it
+    into: dict[int, list[Any]] = {}  # message -> the blocks moved into it (or before it)
+    for k, slot, call in plan.moves:
+        target = call + 1
+        while target < n and infos[target].kind == "assistant":
+            target += 1
+        taken.setdefault(k, set()).add(slot)
+        into.setdefault(target, []).append(content(messages[k])[slot])
+    changed = set(taken) | set(into) | set(plan.reorder)
+    out: list[Any] = []
+    for i in range(n + 1):
+        m = messages[i] if i < n else None
+        gained = into.get(i, [])
+        user = m is not None and infos[i].kind in ("user", "results")
+        if gained and not user:
+            out.append(copy(None, gained))  # a user message of their own, before the model's
+            gained = []
+        if m is None:
+            break
+        if i not in changed or not user:
+            out.append(m)
+            continue
+        blocks = _placed_blocks(content(m), infos[i], taken.get(i, set()), gained)
+        if blocks:  # a message all of whose blocks moved is dropped
+            out.append(copy(m, blocks))
+    return out
+
+
+def _placed_blocks(
+    content: list[Any], info: MessageInfo, taken: set[int], gained: list[Any]
+) -> list[Any]:
+    """The blocks of a user message (``content``): its own tool results left, those moved
+    into it, then the rest of its blocks."""
+    results = {slot for _, _, slot in info.results}
+    own = [b for s, b in enumerate(content) if s in results and s not in taken]
+    rest = [b for s, b in enumerate(content) if s not in results]
+    return [*own, *gained, *rest]
+
+
+def place_results(messages: Sequence[Any], format: str | None = None) -> list[Any]:
+    """``messages`` with each tool result moved next to its call (see the module).
+
+    :class:`~ctxbudget.guard.ContextGuard` does this to every request; call it before
+    :func:`~ctxbudget.prune.prune` or a provider call made without the guard.
+
+    Args:
+        messages: The conversation, in any format (Responses and Gemini lists are returned
+            as they are).
+        format: Its format; detected when ``None``.
+
+    Returns:
+        A new list: moved Chat messages are the caller's own objects, Anthropic messages that
+        gained or lost blocks are new dicts, the others the caller's own objects.
+
+    >>> call = {"role": "assistant", "content": None, "tool_calls": [{"id": "c1",
+    ...     "type": "function", "function": {"name": "ls", "arguments": "{}"}}]}
+    >>> note = {"role": "user", "content": "also check the tests"}
+    >>> result = {"role": "tool", "tool_call_id": "c1", "content": "a.py"}
+    >>> [m["role"] for m in place_results([call, note, result])]
+    ['assistant', 'tool', 'user']
+    """
+    msgs = list(messages)
+    fmt = format or detect_format(msgs)
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown message format {fmt!r}; expected one of {FORMATS}")
+    return ResultPlacement().apply(fmt, msgs)

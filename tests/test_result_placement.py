@@ -1,0 +1,371 @@
+"""Tool results that came later than their calls: moved next to them in what is sent.
+
+Chat Completions wants the tool messages right after the message with the calls, Anthropic
+the ``tool_result`` blocks in the very next message and first in it; a history in which a
+user's note (or the next turn) came between a call and its result was sent as it was, and the
+provider refused that request and every later one of the conversation."""
+
+from __future__ import annotations
+
+import copy
+from collections import Counter
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctxbudget import ContextGuard, GuardedRequest, PairingError
+from ctxbudget.result_placement import ResultPlacement, place_results
+from tests.conftest import LoopbackServer
+from tests.test_sdk_end_to_end import (
+    anthropic_reply,
+    anthropic_send,
+    chat_completion,
+    chat_send,
+    check_anthropic_body,
+    check_chat_body,
+)
+
+
+def chat_call(*ids: str) -> dict[str, Any]:
+    fn = {"name": "bash", "arguments": '{"command": "make"}'}
+    calls = [{"id": i, "type": "function", "function": fn} for i in ids]
+    return {"role": "assistant", "content": None, "tool_calls": calls}
+
+
+def chat_result(cid: str, text: str = "ok") -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": cid, "content": f"{cid}: {text}"}
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": text}
+
+
+def said(text: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": text}
+
+
+def ant_call(*ids: str) -> dict[str, Any]:
+    command = {"command": "make"}
+    uses = [{"type": "tool_use", "id": i, "name": "bash", "input": command} for i in ids]
+    return {"role": "assistant", "content": [{"type": "text", "text": "Running."}, *uses]}
+
+
+def ant_result_block(cid: str, text: str = "ok") -> dict[str, Any]:
+    return {"type": "tool_result", "tool_use_id": cid, "content": f"{cid}: {text}"}
+
+
+def ant_results(*ids: str, note: str | None = None) -> dict[str, Any]:
+    blocks = [ant_result_block(i) for i in ids]
+    if note is not None:
+        blocks.append({"type": "text", "text": note})
+    return {"role": "user", "content": blocks}
+
+
+def _send(sent: list[GuardedRequest]) -> Any:
+    def send(request: GuardedRequest) -> dict[str, Any]:
+        sent.append(request)
+        return {"usage": {"prompt_tokens": request.input_tokens}}
+
+    return send
+
+
+def roles(messages: list[Any]) -> list[str]:
+    return [m.get("tool_call_id") or m["role"] for m in messages]
+
+
+# -- what the providers get
+
+
+def test_chat_note_typed_while_tools_ran_goes_after_their_results(
+    fresh_loopback: LoopbackServer,
+) -> None:
+    server = fresh_loopback
+    server.reply(200, chat_completion(100))
+    history = [
+        user("Why does the build fail?"),
+        chat_call("call_a", "call_b"),
+        chat_result("call_a"),
+        user("Also look at the linker flags."),  # typed while call_b still ran
+        chat_result("call_b"),
+    ]
+    before = copy.deepcopy(history)
+    client, send = chat_send(server)
+    with client:
+        result = ContextGuard("gpt-4o").send(send, history, max_tokens=1_000)
+
+    body = server.bodies[-1]
+    check_chat_body(body)
+    assert [m.get("tool_call_id") or m["role"] for m in body["messages"]] == [
+        "user", "assistant", "call_a", "call_b", "user",
+    ]  # fmt: skip
+    assert history == before
+    # the caller's own message objects, in another order
+    assert sorted(map(id, result.request.messages)) == sorted(map(id, history))
+
+
+def test_chat_result_that_came_after_the_next_turn_goes_back_to_its_call() -> None:
+    history = [
+        user("go"),
+        chat_call("call_a"),
+        user("still there?"),
+        chat_call("call_b"),
+        chat_result("call_a", "late"),
+        chat_result("call_b"),
+        said("Both ran."),
+    ]
+    sent: list[GuardedRequest] = []
+    ContextGuard("gpt-4o").send(_send(sent), history)
+    assert roles(sent[-1].messages) == [
+        "user", "assistant", "call_a", "user", "assistant", "call_b", "assistant",
+    ]  # fmt: skip
+
+
+def test_anthropic_results_go_first_in_the_message_after_their_call(
+    fresh_loopback: LoopbackServer,
+) -> None:
+    server = fresh_loopback
+    server.reply(200, anthropic_reply(100))
+    history = [
+        {"role": "user", "content": "Why does the build fail?"},
+        ant_call("toolu_a", "toolu_b"),
+        {"role": "user", "content": "Also look at the linker flags."},
+        ant_results("toolu_a", "toolu_b"),
+    ]
+    before = copy.deepcopy(history)
+    client, send = anthropic_send(server)
+    with client:
+        ContextGuard("claude-sonnet-4-5").send(send, history, max_tokens=1_000)
+
+    body = server.bodies[-1]
+    check_anthropic_body(body)
+    assert body["messages"][2]["content"] == [
+        ant_result_block("toolu_a"),
+        ant_result_block("toolu_b"),
+        {"type": "text", "text": "Also look at the linker flags."},
+    ]
+    assert len(body["messages"]) == 3  # the message whose blocks all moved is gone
+    assert history == before
+
+
+def test_anthropic_result_goes_after_the_whole_model_turn() -> None:
+    history = [
+        {"role": "user", "content": "go"},
+        ant_call("toolu_a"),
+        said("Waiting for it."),  # the model's turn goes on without the result
+        {"role": "user", "content": "and?"},
+        ant_results("toolu_a", note="here it is"),
+    ]
+    out = place_results(history, "anthropic")
+    # the two model messages are one turn: the result goes after both
+    assert [m["role"] for m in out] == ["user", "assistant", "assistant", "user", "user"]
+    assert out[3]["content"] == [
+        ant_result_block("toolu_a"),
+        {"type": "text", "text": "and?"},
+    ]
+    assert out[4]["content"] == [{"type": "text", "text": "here it is"}]
+
+    # the next message is no user message (a system message given mid-conversation)
+    history[3] = {"role": "system", "content": "Be brief."}
+    out = place_results(history, "anthropic")
+    assert [m["role"] for m in out] == ["user", "assistant", "assistant", "user", "system", "user"]
+    assert out[3] == {"role": "user", "content": [ant_result_block("toolu_a")]}
+    assert out[4] is history[3]
+
+
+def test_anthropic_text_before_the_results_goes_after_them() -> None:
+    message = {
+        "role": "user",
+        "content": [{"type": "text", "text": "done:"}, ant_result_block("toolu_a")],
+    }
+    history = [{"role": "user", "content": "go"}, ant_call("toolu_a"), message]
+    out = place_results(history)
+    assert out[2]["content"] == [message["content"][1], message["content"][0]]
+    assert out[2]["content"][0] is message["content"][1]  # the caller's blocks themselves
+
+
+def test_a_history_in_order_is_returned_as_it_is() -> None:
+    chat = [user("go"), chat_call("a", "b"), chat_result("b"), chat_result("a"), said("ok")]
+    ant = [{"role": "user", "content": "go"}, ant_call("a"), ant_results("a", note="next")]
+    placement = ResultPlacement()
+    assert placement.apply("openai_chat", chat) is chat
+    assert ResultPlacement().apply("anthropic", ant) is ant
+
+
+@pytest.mark.parametrize("fmt", ["openai_responses", "gemini"])
+def test_formats_without_the_rule_are_left_alone(fmt: str) -> None:
+    history: list[Any] = [{"role": "user", "content": "go"}]
+    assert ResultPlacement().apply(fmt, history) is history
+
+
+def test_results_that_cannot_be_told_apart_are_left_for_the_pairing_check() -> None:
+    # a second result for one call, and a result before its call: not moved, refused as before
+    twice = [user("go"), chat_call("a"), chat_result("a"), user("again"), chat_result("a")]
+    assert place_results(twice) == twice
+    with pytest.raises(PairingError, match="duplicate_result"):
+        ContextGuard("gpt-4o").send(_send([]), twice)
+    early = [user("go"), chat_result("a"), chat_call("a"), user("hm")]
+    assert place_results(early) == early
+    with pytest.raises(PairingError, match="result_before_call"):
+        ContextGuard("gpt-4o").send(_send([]), early)
+
+
+def test_an_id_reused_in_a_later_round_pairs_with_its_own_round() -> None:
+    history = [
+        user("go"),
+        chat_call("call_0"),
+        chat_result("call_0", "first"),
+        chat_call("call_0"),
+        user("note"),
+        chat_result("call_0", "second"),
+    ]
+    sent: list[GuardedRequest] = []
+    ContextGuard("gpt-4o").send(_send(sent), history)
+    view = sent[-1].messages
+    assert [m.get("content") for m in view[3:]] == [None, "call_0: second", "note"]
+    assert view[3]["tool_calls"][0]["id"] == view[4]["tool_call_id"] == "call_0_2"
+
+
+# -- turn after turn
+
+
+def test_copies_are_the_same_objects_turn_after_turn() -> None:
+    history: list[Any] = [
+        {"role": "user", "content": "go"},
+        ant_call("toolu_a"),
+        {"role": "user", "content": "note"},
+        ant_results("toolu_a"),
+    ]
+    placement = ResultPlacement()
+    first = placement.apply("anthropic", history)
+    history += [said("Done."), {"role": "user", "content": "next?"}]
+    second = placement.apply("anthropic", history)
+    assert len(second) == len(first) + 2
+    assert all(a is b for a, b in zip(first, second, strict=False))
+    assert second[-2] is history[-2] and second[-1] is history[-1]
+
+
+def test_a_result_that_arrives_late_replaces_the_stub_of_a_lost_call() -> None:
+    history: list[Any] = [user("go"), chat_call("call_a"), user("hello?")]
+    guard, sent = ContextGuard("gpt-4o"), []
+    guard.send(_send(sent), history)
+    assert roles(sent[-1].messages) == ["user", "assistant", "call_a", "user"]
+    assert "no tool output" in sent[-1].messages[2]["content"]  # the pruner's stub
+
+    history.append(chat_result("call_a", "made it"))
+    guard.send(_send(sent), history)
+    assert roles(sent[-1].messages) == ["user", "assistant", "call_a", "user"]
+    assert sent[-1].messages[2] is history[-1]
+
+
+def test_a_pruned_view_keeps_the_results_next_to_their_calls() -> None:
+    history: list[Any] = [user("Why does the build fail?")]
+    for i in range(8):
+        history += [chat_call(f"c{i}"), user(f"note {i}"), chat_result(f"c{i}", "x\n" * 3_000)]
+    history.append(user("and now?"))
+    sent: list[GuardedRequest] = []
+    result = ContextGuard("gpt-4o", window=16_000).send(_send(sent), history)
+    assert any(e.action == "prune" for e in result.events)
+    check_chat_body({"messages": [m for m in sent[-1].messages]})
+
+
+# -- properties
+
+
+@st.composite
+def chat_histories(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """A Chat history whose results each come at some point after their call."""
+    history: list[dict[str, Any]] = [user("start")]
+    pending: list[str] = []
+    for turn in range(draw(st.integers(1, 6))):
+        ids = [f"t{turn}_{k}" for k in range(draw(st.integers(0, 3)))]
+        history.append(chat_call(*ids) if ids else said(f"thinking {turn}"))
+        pending += ids
+        for _ in range(draw(st.integers(0, 4))):
+            if pending and draw(st.booleans()):
+                history.append(chat_result(pending.pop(draw(st.integers(0, len(pending) - 1)))))
+            else:
+                history.append(user(f"note {len(history)}"))
+    history += [chat_result(cid) for cid in pending]
+    return history
+
+
+@settings(max_examples=150, deadline=None)
+@given(chat_histories())
+def test_chat_placement_property(history: list[dict[str, Any]]) -> None:
+    before = copy.deepcopy(history)
+    out = place_results(history, "openai_chat")
+    check_chat_body({"messages": out})
+    assert Counter(map(id, out)) == Counter(map(id, history))  # the same messages, once each
+    not_results = [m for m in history if m["role"] != "tool"]
+    assert [m for m in out if m["role"] != "tool"] == not_results  # in their order
+    assert history == before
+
+
+@st.composite
+def anthropic_histories(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """An Anthropic history whose result blocks each come in some user message after their
+    call, beside notes, in any order."""
+    history: list[dict[str, Any]] = [{"role": "user", "content": "start"}]
+    pending: list[str] = []
+    for turn in range(draw(st.integers(1, 6))):
+        ids = [f"t{turn}_{k}" for k in range(draw(st.integers(0, 3)))]
+        history.append(ant_call(*ids) if ids else said(f"thinking {turn}"))
+        pending += ids
+        if draw(st.booleans()):
+            history.append(said(f"more {turn}"))
+        for _ in range(draw(st.integers(1, 3))):
+            blocks: list[dict[str, Any]] = []
+            while pending and draw(st.booleans()):
+                blocks.append(ant_result_block(pending.pop(0)))
+            if not blocks or draw(st.booleans()):
+                at = draw(st.integers(0, len(blocks)))
+                blocks.insert(at, {"type": "text", "text": f"note {len(history)}"})
+            history.append({"role": "user", "content": blocks})
+    if pending:
+        history.append({"role": "user", "content": [ant_result_block(i) for i in pending]})
+    return history
+
+
+def _joined(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Consecutive messages of one role as the API reads them: joined into one."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        content = m["content"]
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        if out and out[-1]["role"] == m["role"]:
+            out[-1] = {"role": m["role"], "content": [*out[-1]["content"], *blocks]}
+        else:
+            out.append({"role": m["role"], "content": list(blocks)})
+    return out
+
+
+def _blocks(messages: list[dict[str, Any]]) -> Counter[int]:
+    out: Counter[int] = Counter()
+    for m in messages:
+        if isinstance(m["content"], list):
+            out.update(map(id, m["content"]))
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(anthropic_histories())
+def test_anthropic_placement_property(history: list[dict[str, Any]]) -> None:
+    before = copy.deepcopy(history)
+    out = place_results(history, "anthropic")
+    check_anthropic_body({"max_tokens": 1, "messages": _joined(out)})
+    assert _blocks(out) == _blocks(history)  # every block of the caller's, once
+    # the assistant messages and the notes' texts, in their order
+    texts = [
+        b["text"] for m in _joined(history) if m["role"] == "user" for b in m["content"]
+        if b["type"] == "text"
+    ]  # fmt: skip
+    assert [t for t in texts if "note" in t or t == "start"] == [
+        b["text"] for m in _joined(out) for b in m["content"] if b["type"] == "text"
+        and m["role"] == "user"
+    ]  # fmt: skip
+    assert [m for m in out if m["role"] == "assistant"] == [
+        m for m in history if m["role"] == "assistant"
+    ]
+    assert history == before
