@@ -66,7 +66,11 @@ def first_words_summarizer(words_per_entry: int = 8) -> Any:
 
 
 def pairing_ok(messages: list[Any]) -> bool:
-    """Independent check: the normalised view's tool-call pairing is valid."""
+    """Independent check: the normalised view's tool-call pairing is valid, and each
+    assistant message's calls are answered by the tool messages right after it (Chat
+    Completions refuses a request otherwise)."""
+    if not _answered_in_place(messages):
+        return False
     events: list[tuple[int, int, str]] = []
     for pos, message in enumerate(normalize_messages(messages, "openai_chat")):
         for part in message.parts:
@@ -75,6 +79,20 @@ def pairing_ok(messages: list[Any]) -> bool:
             elif part.kind == "tool_result":
                 events.append((pos, 1, part.call_id or ""))
     return not validate_pairing(events)
+
+
+def _answered_in_place(messages: list[Any]) -> bool:
+    waiting: set[str] = set()  # the calls of the last assistant message not answered yet
+    for message in messages:
+        if message.get("role") == "tool":
+            if message.get("tool_call_id") not in waiting:
+                return False
+            waiting.discard(message["tool_call_id"])
+            continue
+        if waiting:
+            return False
+        waiting = {call["id"] for call in message.get("tool_calls") or ()}
+    return not waiting
 
 
 @dataclass
