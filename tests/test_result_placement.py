@@ -25,6 +25,9 @@ from tests.test_sdk_end_to_end import (
     chat_send,
     check_anthropic_body,
     check_chat_body,
+    check_gemini_body,
+    gemini_reply,
+    gemini_send,
 )
 
 
@@ -193,10 +196,13 @@ def test_a_history_in_order_is_returned_as_it_is() -> None:
     assert ResultPlacement().apply("anthropic", ant) is ant
 
 
-@pytest.mark.parametrize("fmt", ["openai_responses", "gemini"])
-def test_formats_without_the_rule_are_left_alone(fmt: str) -> None:
-    history: list[Any] = [{"role": "user", "content": "go"}]
-    assert ResultPlacement().apply(fmt, history) is history
+def test_responses_lists_are_left_alone() -> None:
+    history: list[Any] = [
+        {"type": "function_call", "call_id": "c1", "name": "ls", "arguments": "{}"},
+        {"role": "user", "content": "note"},
+        {"type": "function_call_output", "call_id": "c1", "output": "a.py"},
+    ]
+    assert ResultPlacement().apply("openai_responses", history) is history
 
 
 def test_results_that_cannot_be_told_apart_are_left_for_the_pairing_check() -> None:
@@ -369,3 +375,104 @@ def test_anthropic_placement_property(history: list[dict[str, Any]]) -> None:
         m for m in history if m["role"] == "assistant"
     ]
     assert history == before
+
+
+# -- Gemini
+
+
+def gem_call(*names: str) -> dict[str, Any]:
+    return {"role": "model", "parts": [{"function_call": {"name": n, "args": {}}} for n in names]}
+
+
+def gem_response_part(name: str, text: str = "ok") -> dict[str, Any]:
+    return {"function_response": {"name": name, "response": {"result": f"{name}: {text}"}}}
+
+
+def gem_user(text: str) -> dict[str, Any]:
+    return {"role": "user", "parts": [{"text": text}]}
+
+
+@pytest.mark.parametrize("typed", [False, True], ids=["dicts", "Content"])
+def test_gemini_response_after_a_note_goes_right_after_its_call(
+    fresh_loopback: LoopbackServer, typed: bool
+) -> None:
+    # Gemini refused it ("function response turn comes immediately after a function call
+    # turn"); the guard refused it first, as an orphaned result, turn after turn
+    genai_types = pytest.importorskip("google.genai.types")
+    server = fresh_loopback
+    server.reply(200, gemini_reply(100))
+    history: list[Any] = [
+        gem_user("Read the config."),
+        gem_call("read", "stat"),
+        {"role": "user", "parts": [gem_response_part("stat")]},
+        gem_user("It is in /etc."),
+        {"role": "user", "parts": [gem_response_part("read")]},
+    ]
+    if typed:
+        history = [genai_types.Content.model_validate(c) for c in history]
+    before = copy.deepcopy(history)
+    client, send = gemini_send(server)
+    with client:
+        ContextGuard("gemini-2.5-flash").send(send, history)
+
+    body = server.bodies[-1]
+    check_gemini_body(body)
+    assert [[next(iter(p)) for p in c["parts"]] for c in body["contents"]] == [
+        ["text"], ["functionCall", "functionCall"], ["functionResponse", "functionResponse"],
+        ["text"],
+    ]  # fmt: skip
+    assert history == before
+
+
+def test_gemini_response_with_an_id_pairs_by_it() -> None:
+    def call(cid: str) -> dict[str, Any]:
+        return {"role": "model", "parts": [{"function_call": {"name": "ls", "id": cid}}]}
+
+    def response(cid: str) -> dict[str, Any]:
+        return {"function_response": {"name": "ls", "id": cid, "response": {"r": cid}}}
+
+    history = [gem_user("go"), call("i1"), gem_user("note"), call("i2")]
+    history.append({"role": "user", "parts": [response("i2"), response("i1")]})
+    out = place_results(history, "gemini")
+    assert out[2] == {"role": "user", "parts": [response("i1")]}
+    assert out[3:5] == history[2:4]
+    assert out[5] == {"role": "user", "parts": [response("i2")]}
+
+
+@st.composite
+def gemini_histories(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """A Gemini history without ids whose responses come in some later user message."""
+    history: list[dict[str, Any]] = [gem_user("start")]
+    pending: list[str] = []
+    for turn in range(draw(st.integers(1, 6))):
+        names = [f"tool{turn}_{k}" for k in range(draw(st.integers(0, 3)))]
+        history.append(gem_call(*names) if names else gem_user(f"note {turn}"))
+        pending += names
+        for _ in range(draw(st.integers(1, 3))):
+            parts = []
+            while pending and draw(st.booleans()):
+                parts.append(gem_response_part(pending.pop(0)))
+            history.append({"role": "user", "parts": parts} if parts else gem_user("note"))
+    if pending:
+        history.append({"role": "user", "parts": [gem_response_part(n) for n in pending]})
+    return history
+
+
+@settings(max_examples=150, deadline=None)
+@given(gemini_histories())
+def test_gemini_placement_property(history: list[dict[str, Any]]) -> None:
+    before = copy.deepcopy(history)
+    out = place_results(history, "gemini")
+    # every response in the user message right after its call's turn, all of them there
+    pending: list[str] = []
+    for content in (c["parts"] for c in out):
+        names = [p["function_response"]["name"] for p in content if "function_response" in p]
+        assert names == pending  # in the order of the calls
+        pending = [p["function_call"]["name"] for p in content if "function_call" in p]
+    assert not pending
+    assert _blocks_of(out, "parts") == _blocks_of(history, "parts")
+    assert history == before
+
+
+def _blocks_of(messages: list[dict[str, Any]], key: str) -> Counter[int]:
+    return Counter(id(b) for m in messages for b in m[key])

@@ -5,28 +5,34 @@ followed at once by the ``tool`` messages answering them ("An assistant message 
 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'"); Anthropic
 refuses one whose ``tool_use`` blocks are not answered in the very next message ("`tool_use`
 ids were found without `tool_result` blocks immediately after"), with the ``tool_result``
-blocks first in it. Agent loops break that order without meaning to: a user's note typed while
+blocks first in it; Gemini wants the function responses in the content right after the
+model's turn ("function response turn comes immediately after a function call turn"), as
+many as its calls. Agent loops break that order without meaning to: a user's note typed while
 a tool ran is appended before its result, a late result after the next turn. The provider
 then refuses every later request of the conversation alike: the agent is stuck, although
 every call has its result.
 
 :func:`place_results` moves each such result to where the provider looks for it: a Chat
 ``tool`` message to the end of the tool messages right after its call (before the note), an
-Anthropic ``tool_result`` block into the user message after the call's turn (first in it;
-a user message is added there when the next one is the model's). Nothing is dropped but a
-message all of whose blocks moved. Results that cannot be told apart are left where they are
-for the pairing check to report (a result before its call, a second result for one call, a
-result of no call). Responses and Gemini lists are returned as they are.
+Anthropic ``tool_result`` block into the user message after the call's turn (first in it),
+a Gemini function response into the content of responses after the call's turn (in the
+order of the calls). Where no such message follows the turn (a Gemini note, a mid-list
+system message), one is added. Nothing is dropped but a message all of whose blocks moved.
+Results that cannot be told apart are left where they are for the pairing check to report
+(a result before its call, a second result for one call, a result of no call). A Gemini
+response without an id answers the first call of its tool in the turn its run of responses
+follows, else the latest one of its tool before it. Responses lists are returned as they
+are.
 
 The caller's messages are never modified: a Chat list is reordered (the caller's own message
-objects), an Anthropic message that gains or loses blocks is a shallow copy with a new
-``content`` list (of the caller's block objects), the same object turn after turn while the
-original and its blocks stay the same objects.
+objects), an Anthropic or Gemini message that gains or loses blocks is a shallow copy with a
+new ``content`` or ``parts`` list (of the caller's block objects), the same object turn after
+turn while the original and its blocks stay the same objects.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,16 +44,19 @@ from ctxbudget.turns import MessageInfo, ScanCache, scan_error
 __all__ = ["ResultPlacement", "place_results"]
 
 #: The formats whose providers want results right after their calls.
-PLACED_FORMATS = ("openai_chat", "anthropic")
+PLACED_FORMATS = ("openai_chat", "anthropic", "gemini")
+#: Where a message of each format holds its blocks or parts.
+_CONTENT_KEY = {"anthropic": "content", "gemini": "parts"}
 
 
 @dataclass(slots=True)
 class _Round:
-    """The latest call of one id: the message holding it, the assistant turn it belongs to,
-    and whether a result answered it yet."""
+    """One call: the message holding it, the assistant turn it belongs to, and whether a
+    result answered it yet."""
 
     at: int
     turn: int
+    order: int = 0
     answered: bool = False
 
 
@@ -58,12 +67,21 @@ class _Plan:
 
     fmt: str
     read: int = 0
+    #: The latest call of each id.
     rounds: dict[str, _Round] = field(default_factory=dict)
+    #: Gemini calls by tool name, in order (for results without an id).
+    by_name: dict[str, list[_Round]] = field(default_factory=dict)
     #: The assistant turns: a run of assistant messages is one (Anthropic joins them).
     turn: int = 0
     last_kind: str = ""
     #: Chat: the last message that is not a tool message.
     anchor: int = -1
+    #: Gemini: the turn whose calls the run of result messages the list is in answers.
+    run: int | None = None
+    #: Gemini: the place of each result's call among all calls, by (message, slot): the
+    #: responses a message gains go in the order of their calls.
+    orders: dict[tuple[int, int], int] = field(default_factory=dict)
+    calls: int = 0
     #: (message, slot, call message) of each result not where its provider wants it.
     moves: list[tuple[int, int, int]] = field(default_factory=list)
     #: Anthropic user messages with a block before their tool results.
@@ -73,31 +91,59 @@ class _Plan:
         if info.kind == "assistant":
             if self.last_kind != "assistant":
                 self.turn += 1
-            for cid, _ in info.calls:
+            self.run = self.turn
+            for cid, name in info.calls:
+                self.calls += 1
+                call = _Round(i, self.turn, self.calls)
                 if cid is not None:
-                    self.rounds[cid] = _Round(i, self.turn)
-        if info.kind == "results":
+                    self.rounds[cid] = call
+                if self.fmt == "gemini":
+                    self.by_name.setdefault(name, []).append(call)
+        elif info.kind == "results":
             self._results(i, info)
         else:
+            self.run = None
+        if info.kind != "results":
             self.anchor = i
         self.last_kind = info.kind
         self.read = i + 1
 
     def _results(self, i: int, info: MessageInfo) -> None:
-        chat = self.fmt == "openai_chat"
-        # Anthropic: the message right after the call's turn holds its results
+        fmt = self.fmt
         after_turn = self.last_kind == "assistant"
-        for rid, _, slot in info.results:
-            found = self.rounds.get(rid) if rid is not None else None
-            if found is None or found.answered:
+        for rid, name, slot in info.results:
+            found = self._call_of(rid, name)
+            if found is None:
                 continue  # no call, or answered already: the pairing check reports it
             found.answered = True
-            placed = self.anchor == found.at if chat else after_turn and found.turn == self.turn
+            if fmt == "gemini":
+                self.orders[i, slot] = found.order
+            if fmt == "openai_chat":  # among the tool messages right after the calls
+                placed = self.anchor == found.at
+            else:  # in the message right after the call's turn (Gemini: all of the turn's
+                # responses in one, as many as its calls)
+                placed = after_turn and found.turn == self.turn
             if not placed:
                 self.moves.append((i, slot, found.at))
         slots = sorted(slot for _, _, slot in info.results)
-        if not chat and slots != list(range(len(slots))):
+        if fmt == "anthropic" and slots != list(range(len(slots))):
             self.reorder.append(i)
+
+    def _call_of(self, rid: str | None, name: str | None) -> _Round | None:
+        """The unanswered call a result answers: by its id; a Gemini result without one, the
+        first call of its tool in the turn its run of results answers, else the latest call
+        of its tool before it (as :func:`~ctxbudget.turns.resolve_ids` pairs them once
+        placed)."""
+        if rid is not None:
+            found = self.rounds.get(rid)
+            return found if found is not None and not found.answered else None
+        if self.fmt != "gemini":
+            return None
+        waiting = [c for c in self.by_name.get(name or "", ()) if not c.answered]
+        self.by_name[name or ""] = waiting
+        if not waiting:
+            return None
+        return next((c for c in waiting if c.turn == self.run), waiting[-1])
 
 
 class ResultPlacement:
@@ -151,12 +197,12 @@ class ResultPlacement:
         validate = history_model(messages)
 
         def copy(original: Any, blocks: list[Any]) -> Any:
-            return self._copy(made, validate, original, blocks)
+            return self._copy(made, validate, _CONTENT_KEY[fmt], original, blocks)
 
         def content(m: Any) -> list[Any]:
-            return self._content(texts, m)
+            return self._content(texts, _CONTENT_KEY[fmt], m)
 
-        out = _anthropic_placed(messages, infos, plan, copy, content)
+        out = _blocks_placed(fmt, messages, infos, plan, copy, content)
         self._made, self._texts = made, texts
         return out
 
@@ -164,11 +210,12 @@ class ResultPlacement:
         self,
         made: dict[tuple[Any, ...], tuple[Any, tuple[Any, ...], Any]],
         validate: Any,
+        field: str,
         original: Any,
         blocks: list[Any],
     ) -> Any:
-        """``original`` (None: a new user message) with ``blocks`` for content: the copy made
-        before while the original and the blocks are the same objects. In the history's
+        """``original`` (None: a new user message) with ``blocks`` in its ``field``: the copy
+        made before while the original and the blocks are the same objects. In the history's
         message class when it is one (see :func:`~ctxbudget.stubs.history_model`)."""
         key = (None if original is None else id(original), *map(id, blocks))
         hit = self._made.get(key)
@@ -176,17 +223,19 @@ class ResultPlacement:
             copy = hit[2]
         else:
             fields = dict(as_mapping(original) or {}) if original is not None else {}
-            copy = {**fields, "role": "user", "content": list(blocks)}
+            copy = {"role": "user", **fields, field: list(blocks)}
             if validate is not None:
                 copy = validate(copy)
         made[key] = (original, tuple(blocks), copy)
         return copy
 
-    def _content(self, texts: dict[int, tuple[str, dict[str, Any]]], m: Any) -> list[Any]:
-        """A user message's content as a list of blocks: text given as a string is one,
+    def _content(
+        self, texts: dict[int, tuple[str, dict[str, Any]]], field: str, m: Any
+    ) -> list[Any]:
+        """A user message's blocks (its ``field``): Anthropic text given as a string is one,
         the same block object every turn."""
-        fields = as_mapping(m) or {}
-        content = fields.get("content")
+        # an SDK object's own blocks (its dump would be copies, new every turn)
+        content = m.get(field) if isinstance(m, Mapping) else getattr(m, field, None)
         if isinstance(content, list):
             return list(content)
         if not isinstance(content, str) or not content:
@@ -222,53 +271,76 @@ def _chat_placed(
     return out
 
 
-def _anthropic_placed(
+def _blocks_placed(
+    fmt: str,
     messages: list[Any],
     infos: list[MessageInfo],
     plan: _Plan,
     copy: Callable[[Any, list[Any]], Any],
     content: Callable[[Any], list[Any]],
 ) -> list[Any]:
-    """The Anthropic list with each moved ``tool_result`` block in the user message after
-    its call's turn, and the tool results first in every user message holding some."""
+    """The Anthropic or Gemini list with each moved result block in the user message right
+    after its call's turn (Anthropic: any user message, its results first; Gemini: a message
+    of responses, else one of their own), and Anthropic's tool results first in every user
+    message holding some."""
+    takes = ("user", "results") if fmt == "anthropic" else ("results",)
     n = len(messages)
     taken: dict[int, set[int]] = {}  # message -> the slots moved out of it
-    into: dict[int, list[Any]] = {}  # message -> the blocks moved into it (or before it)
+    # message -> the blocks moved into it (or before it), with where they came from
+    into: dict[int, list[tuple[tuple[int, int], Any]]] = {}
     for k, slot, call in plan.moves:
         target = call + 1
         while target < n and infos[target].kind == "assistant":
             target += 1
         taken.setdefault(k, set()).add(slot)
-        into.setdefault(target, []).append(content(messages[k])[slot])
+        into.setdefault(target, []).append(((k, slot), content(messages[k])[slot]))
     changed = set(taken) | set(into) | set(plan.reorder)
     out: list[Any] = []
     for i in range(n + 1):
         m = messages[i] if i < n else None
         gained = into.get(i, [])
-        user = m is not None and infos[i].kind in ("user", "results")
-        if gained and not user:
-            out.append(copy(None, gained))  # a user message of their own, before the model's
+        user = m is not None and infos[i].kind in takes
+        if gained and not user:  # a user message of their own, before the model's
+            out.append(copy(None, [b for _, b in _in_call_order(gained, plan, fmt)]))
             gained = []
         if m is None:
             break
         if i not in changed or not user:
             out.append(m)
             continue
-        blocks = _placed_blocks(content(m), infos[i], taken.get(i, set()), gained)
+        order = plan.orders if fmt == "gemini" else None
+        blocks = _placed_blocks(content(m), i, infos[i], taken.get(i, set()), gained, order)
         if blocks:  # a message all of whose blocks moved is dropped
             out.append(copy(m, blocks))
     return out
 
 
 def _placed_blocks(
-    content: list[Any], info: MessageInfo, taken: set[int], gained: list[Any]
+    content: list[Any],
+    at: int,
+    info: MessageInfo,
+    taken: set[int],
+    gained: list[tuple[tuple[int, int], Any]],
+    orders: dict[tuple[int, int], int] | None,
 ) -> list[Any]:
-    """The blocks of a user message (``content``): its own tool results left, those moved
-    into it, then the rest of its blocks."""
+    """The blocks of user message ``at`` (``content``): its own tool results left and those
+    moved into it (Gemini: in the order of their calls), then the rest of its blocks."""
     results = {slot for _, _, slot in info.results}
-    own = [b for s, b in enumerate(content) if s in results and s not in taken]
+    own = [((at, s), b) for s, b in enumerate(content) if s in results and s not in taken]
+    placed = [*own, *gained]
+    if orders is not None:
+        placed.sort(key=lambda item: orders.get(item[0], 0))
     rest = [b for s, b in enumerate(content) if s not in results]
-    return [*own, *gained, *rest]
+    return [*(b for _, b in placed), *rest]
+
+
+def _in_call_order(
+    blocks: list[tuple[tuple[int, int], Any]], plan: _Plan, fmt: str
+) -> list[tuple[tuple[int, int], Any]]:
+    """Gemini responses in the order of their calls; other blocks as they came."""
+    if fmt != "gemini":
+        return blocks
+    return sorted(blocks, key=lambda item: plan.orders.get(item[0], 0))
 
 
 def place_results(messages: Sequence[Any], format: str | None = None) -> list[Any]:
@@ -278,13 +350,14 @@ def place_results(messages: Sequence[Any], format: str | None = None) -> list[An
     :func:`~ctxbudget.prune.prune` or a provider call made without the guard.
 
     Args:
-        messages: The conversation, in any format (Responses and Gemini lists are returned
-            as they are).
+        messages: The conversation, in any format (Responses lists are returned as they
+            are).
         format: Its format; detected when ``None``.
 
     Returns:
-        A new list: moved Chat messages are the caller's own objects, Anthropic messages that
-        gained or lost blocks are new dicts, the others the caller's own objects.
+        A new list: moved Chat messages are the caller's own objects, Anthropic and Gemini
+        messages that gained or lost blocks are new (in the history's message class), the
+        others the caller's own objects.
 
     >>> call = {"role": "assistant", "content": None, "tool_calls": [{"id": "c1",
     ...     "type": "function", "function": {"name": "ls", "arguments": "{}"}}]}
