@@ -26,8 +26,11 @@ from tests.test_sdk_end_to_end import (
     check_anthropic_body,
     check_chat_body,
     check_gemini_body,
+    check_responses_body,
     gemini_reply,
     gemini_send,
+    responses_reply,
+    responses_send,
 )
 
 
@@ -196,13 +199,32 @@ def test_a_history_in_order_is_returned_as_it_is() -> None:
     assert ResultPlacement().apply("anthropic", ant) is ant
 
 
-def test_responses_lists_are_left_alone() -> None:
+def test_responses_output_after_a_note_goes_right_after_the_calls(
+    fresh_loopback: LoopbackServer,
+) -> None:
+    # OpenAI pairs Responses items by call_id wherever they are; DeepSeek's Responses API and
+    # gateways that turn the items into Chat messages refuse an item between
+    server = fresh_loopback
+    server.reply(200, responses_reply(100))
     history: list[Any] = [
-        {"type": "function_call", "call_id": "c1", "name": "ls", "arguments": "{}"},
-        {"role": "user", "content": "note"},
-        {"type": "function_call_output", "call_id": "c1", "output": "a.py"},
+        {"role": "user", "content": "Why does the build fail?"},
+        {"type": "function_call", "call_id": "c1", "name": "bash", "arguments": "{}"},
+        {"type": "function_call", "call_id": "c2", "name": "bash", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c2", "output": "two"},
+        {"role": "assistant", "content": "Both are running."},
+        {"role": "user", "content": "Also look at the linker flags."},
+        {"type": "function_call_output", "call_id": "c1", "output": "one"},
     ]
-    assert ResultPlacement().apply("openai_responses", history) is history
+    before = copy.deepcopy(history)
+    client, send = responses_send(server)
+    with client:
+        result = ContextGuard("gpt-4o").send(send, history, max_tokens=1_000)
+
+    check_responses_body(server.bodies[-1])
+    assert [m.get("call_id") or m["role"] for m in result.request.messages] == [
+        "user", "c1", "c2", "c2", "c1", "assistant", "user",
+    ]  # fmt: skip
+    assert history == before
 
 
 def test_results_that_cannot_be_told_apart_are_left_for_the_pairing_check() -> None:
@@ -306,6 +328,35 @@ def test_chat_placement_property(history: list[dict[str, Any]]) -> None:
     assert Counter(map(id, out)) == Counter(map(id, history))  # the same messages, once each
     not_results = [m for m in history if m["role"] != "tool"]
     assert [m for m in out if m["role"] != "tool"] == not_results  # in their order
+    assert history == before
+
+
+def as_responses(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A Chat history as Responses items (each call an item of its own)."""
+    items: list[dict[str, Any]] = []
+    for m in history:
+        if m["role"] == "tool":
+            items.append({"type": "function_call_output", "call_id": m["tool_call_id"],
+                          "output": m["content"]})  # fmt: skip
+        elif m.get("tool_calls"):
+            items += [{"type": "function_call", "call_id": c["id"], "name": "bash",
+                       "arguments": "{}"} for c in m["tool_calls"]]  # fmt: skip
+        else:
+            items.append({"role": m["role"], "content": m["content"]})
+    return items
+
+
+@settings(max_examples=150, deadline=None)
+@given(chat_histories())
+def test_responses_placement_property(chat: list[dict[str, Any]]) -> None:
+    history = as_responses(chat)
+    before = copy.deepcopy(history)
+    out = place_results(history, "openai_responses")
+    check_responses_body({"input": out})
+    assert Counter(map(id, out)) == Counter(map(id, history))
+    assert [m for m in out if "call_id" not in m] == [m for m in history if "call_id" not in m]
+    calls = [m for m in out if m.get("type") == "function_call"]
+    assert calls == [m for m in history if m.get("type") == "function_call"]
     assert history == before
 
 

@@ -282,6 +282,9 @@ def check_responses_body(body: dict[str, Any]) -> None:
             assert isinstance(item["output"], str)
             open_calls.remove(item["call_id"])
         else:
+            # each output right after the calls (strict Responses providers, DeepSeek's,
+            # refuse a message between: "No tool output found for tool call")
+            assert not open_calls, (open_calls, item)
             assert item["role"] in {"user", "assistant", "system", "developer"}
             content = item["content"]
             if isinstance(content, list):

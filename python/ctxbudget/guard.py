@@ -14,7 +14,8 @@
 3. **Validate pairing** of the final view (every call answered once, no orphan results):
    a request the provider would reject never leaves. Before anything reads the history, a
    result that came later than its call is moved next to it where the provider requires it
-   there (Chat Completions, Anthropic, Gemini: :mod:`ctxbudget.result_placement`).
+   there (Chat Completions, Anthropic, Gemini, strict Responses providers:
+   :mod:`ctxbudget.result_placement`).
 4. **Enforce the budget** on the final view, after every rewrite: an over-budget request
    raises :class:`~ctxbudget.errors.ContextBudgetError` and never reaches ``send``.
 5. **Dispatch**: ``send(request)``.

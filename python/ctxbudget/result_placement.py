@@ -7,13 +7,16 @@ refuses one whose ``tool_use`` blocks are not answered in the very next message 
 ids were found without `tool_result` blocks immediately after"), with the ``tool_result``
 blocks first in it; Gemini wants the function responses in the content right after the
 model's turn ("function response turn comes immediately after a function call turn"), as
-many as its calls. Agent loops break that order without meaning to: a user's note typed while
-a tool ran is appended before its result, a late result after the next turn. The provider
-then refuses every later request of the conversation alike: the agent is stuck, although
-every call has its result.
+many as its calls. OpenAI's Responses API pairs items by ``call_id`` wherever they are, but
+DeepSeek's refuses an item between a call and its output ("No tool output found for tool
+call"), and so do gateways that turn the items into Chat messages. Agent loops break that
+order without meaning to: a user's note typed while a tool ran is appended before its
+result, a late result after the next turn. The provider then refuses every later request of
+the conversation alike: the agent is stuck, although every call has its result.
 
 :func:`place_results` moves each such result to where the provider looks for it: a Chat
-``tool`` message to the end of the tool messages right after its call (before the note), an
+``tool`` message to the end of the tool messages right after its call (before the note), a
+Responses output to the end of the calls and outputs right after its call, an
 Anthropic ``tool_result`` block into the user message after the call's turn (first in it),
 a Gemini function response into the content of responses after the call's turn (in the
 order of the calls). Where no such message follows the turn (a Gemini note, a mid-list
@@ -21,13 +24,12 @@ system message), one is added. Nothing is dropped but a message all of whose blo
 Results that cannot be told apart are left where they are for the pairing check to report
 (a result before its call, a second result for one call, a result of no call). A Gemini
 response without an id answers the first call of its tool in the turn its run of responses
-follows, else the latest one of its tool before it. Responses lists are returned as they
-are.
+follows, else the latest one of its tool before it.
 
-The caller's messages are never modified: a Chat list is reordered (the caller's own message
-objects), an Anthropic or Gemini message that gains or loses blocks is a shallow copy with a
-new ``content`` or ``parts`` list (of the caller's block objects), the same object turn after
-turn while the original and its blocks stay the same objects.
+The caller's messages are never modified: a Chat or Responses list is reordered (the
+caller's own objects), an Anthropic or Gemini message that gains or loses blocks is a shallow
+copy with a new ``content`` or ``parts`` list (of the caller's block objects), the same
+object turn after turn while the original and its blocks stay the same objects.
 """
 
 from __future__ import annotations
@@ -44,7 +46,9 @@ from ctxbudget.turns import MessageInfo, ScanCache, scan_error
 __all__ = ["ResultPlacement", "place_results"]
 
 #: The formats whose providers want results right after their calls.
-PLACED_FORMATS = ("openai_chat", "anthropic", "gemini")
+PLACED_FORMATS = ("openai_chat", "openai_responses", "anthropic", "gemini")
+#: The formats whose results each are a message (or item) of their own.
+_WHOLE = ("openai_chat", "openai_responses")
 #: Where a message of each format holds its blocks or parts.
 _CONTENT_KEY = {"anthropic": "content", "gemini": "parts"}
 
@@ -74,7 +78,8 @@ class _Plan:
     #: The assistant turns: a run of assistant messages is one (Anthropic joins them).
     turn: int = 0
     last_kind: str = ""
-    #: Chat: the last message that is not a tool message.
+    #: Chat: the last message that is not a tool message; Responses: the last item that is
+    #: neither a call nor an output.
     anchor: int = -1
     #: Gemini: the turn whose calls the run of result messages the list is in answers.
     run: int | None = None
@@ -103,7 +108,7 @@ class _Plan:
             self._results(i, info)
         else:
             self.run = None
-        if info.kind != "results":
+        if info.kind != "results" and not (self.fmt == "openai_responses" and info.calls):
             self.anchor = i
         self.last_kind = info.kind
         self.read = i + 1
@@ -118,8 +123,8 @@ class _Plan:
             found.answered = True
             if fmt == "gemini":
                 self.orders[i, slot] = found.order
-            if fmt == "openai_chat":  # among the tool messages right after the calls
-                placed = self.anchor == found.at
+            if fmt in _WHOLE:  # among the results (and calls) right after the call
+                placed = self.anchor <= found.at
             else:  # in the message right after the call's turn (Gemini: all of the turn's
                 # responses in one, as many as its calls)
                 placed = after_turn and found.turn == self.turn
@@ -190,8 +195,8 @@ class ResultPlacement:
         if not plan.moves and not plan.reorder:
             self._made, self._texts = {}, {}
             return messages
-        if fmt == "openai_chat":
-            return _chat_placed(messages, infos, plan.moves)
+        if fmt in _WHOLE:
+            return _whole_placed(fmt, messages, infos, plan.moves)
         made: dict[tuple[Any, ...], tuple[Any, tuple[Any, ...], Any]] = {}
         texts: dict[int, tuple[str, dict[str, Any]]] = {}
         validate = history_model(messages)
@@ -251,16 +256,20 @@ def _same(a: Sequence[Any], b: Sequence[Any]) -> bool:
     return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
 
 
-def _chat_placed(
-    messages: list[Any], infos: list[MessageInfo], moves: list[tuple[int, int, int]]
+def _whole_placed(
+    fmt: str, messages: list[Any], infos: list[MessageInfo], moves: list[tuple[int, int, int]]
 ) -> list[Any]:
-    """The Chat list with each moved ``tool`` message at the end of the tool messages right
-    after its call."""
+    """The Chat or Responses list with each moved result at the end of the results right
+    after its call (Responses: of the calls and outputs right after it)."""
     moved = {k for k, _, _ in moves}
+    over_calls = fmt == "openai_responses"
     before: dict[int, list[int]] = {}  # index -> the moved messages that go before it
     for k, _, call in moves:
         end = call + 1
-        while end < len(infos) and infos[end].kind == "results" and end not in moved:
+        while end < len(infos) and (
+            (infos[end].kind == "results" and end not in moved)
+            or (over_calls and infos[end].kind == "assistant" and bool(infos[end].calls))
+        ):
             end += 1
         before.setdefault(end, []).append(k)
     out: list[Any] = []
@@ -350,12 +359,12 @@ def place_results(messages: Sequence[Any], format: str | None = None) -> list[An
     :func:`~ctxbudget.prune.prune` or a provider call made without the guard.
 
     Args:
-        messages: The conversation, in any format (Responses lists are returned as they
-            are).
+        messages: The conversation, in any format.
         format: Its format; detected when ``None``.
 
     Returns:
-        A new list: moved Chat messages are the caller's own objects, Anthropic and Gemini
+        A new list: moved Chat messages and Responses items are the caller's own objects,
+        Anthropic and Gemini
         messages that gained or lost blocks are new (in the history's message class), the
         others the caller's own objects.
 
