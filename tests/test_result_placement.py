@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxbudget import ContextGuard, GuardedRequest, PairingError
-from ctxbudget.result_placement import ResultPlacement, place_results
+from ctxbudget.result_placement import MOVED_NOTE, ResultPlacement, place_results
 from tests.conftest import LoopbackServer
 from tests.test_sdk_end_to_end import (
     anthropic_reply,
@@ -301,6 +301,21 @@ def test_a_pruned_view_keeps_the_results_next_to_their_calls() -> None:
 # -- properties
 
 
+def users(message: dict[str, Any]) -> bool:
+    """Whether a message (or Responses item) is the user's side: the user's words or results."""
+    return message.get("role") in ("user", "tool") or message.get("type", "").endswith("_output")
+
+
+def without_note(out: list[dict[str, Any]], history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``out`` without the note that ends it when its last results moved back before the
+    model's last message; checks that the note is there exactly then."""
+    last = out[-1]
+    noted = last.get("content") == MOVED_NOTE or last.get("parts") == [{"text": MOVED_NOTE}]
+    body = out[:-1] if noted else out
+    assert noted == (users(history[-1]) and not users(body[-1])), (history[-1], body[-1])
+    return body
+
+
 @st.composite
 def chat_histories(draw: st.DrawFn) -> list[dict[str, Any]]:
     """A Chat history whose results each come at some point after their call."""
@@ -323,7 +338,7 @@ def chat_histories(draw: st.DrawFn) -> list[dict[str, Any]]:
 @given(chat_histories())
 def test_chat_placement_property(history: list[dict[str, Any]]) -> None:
     before = copy.deepcopy(history)
-    out = place_results(history, "openai_chat")
+    out = without_note(place_results(history, "openai_chat"), history)
     check_chat_body({"messages": out})
     assert Counter(map(id, out)) == Counter(map(id, history))  # the same messages, once each
     not_results = [m for m in history if m["role"] != "tool"]
@@ -351,7 +366,7 @@ def as_responses(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def test_responses_placement_property(chat: list[dict[str, Any]]) -> None:
     history = as_responses(chat)
     before = copy.deepcopy(history)
-    out = place_results(history, "openai_responses")
+    out = without_note(place_results(history, "openai_responses"), history)
     check_responses_body({"input": out})
     assert Counter(map(id, out)) == Counter(map(id, history))
     assert [m for m in out if "call_id" not in m] == [m for m in history if "call_id" not in m]
@@ -410,7 +425,7 @@ def _blocks(messages: list[dict[str, Any]]) -> Counter[int]:
 @given(anthropic_histories())
 def test_anthropic_placement_property(history: list[dict[str, Any]]) -> None:
     before = copy.deepcopy(history)
-    out = place_results(history, "anthropic")
+    out = without_note(place_results(history, "anthropic"), history)
     check_anthropic_body({"max_tokens": 1, "messages": _joined(out)})
     assert _blocks(out) == _blocks(history)  # every block of the caller's, once
     # the assistant messages and the notes' texts, in their order
@@ -513,7 +528,7 @@ def gemini_histories(draw: st.DrawFn) -> list[dict[str, Any]]:
 @given(gemini_histories())
 def test_gemini_placement_property(history: list[dict[str, Any]]) -> None:
     before = copy.deepcopy(history)
-    out = place_results(history, "gemini")
+    out = without_note(place_results(history, "gemini"), history)
     # every response in the user message right after its call's turn, all of them there
     pending: list[str] = []
     for content in (c["parts"] for c in out):
@@ -527,3 +542,49 @@ def test_gemini_placement_property(history: list[dict[str, Any]]) -> None:
 
 def _blocks_of(messages: list[dict[str, Any]], key: str) -> Counter[int]:
     return Counter(id(b) for m in messages for b in m[key])
+
+
+# -- what review found
+
+
+def test_a_request_whose_last_results_moved_back_ends_with_a_user_message() -> None:
+    # The results that ended the history moved back before the model's last message: the
+    # request ended with the model's words (a prefill, which newer Claude models refuse)
+    history = [
+        {"role": "user", "content": "Build it."},
+        ant_call("toolu_a"),
+        {"role": "user", "content": "Still there?"},
+        said("Yes, the build is still running."),
+        ant_results("toolu_a"),
+    ]
+    guard, sent = ContextGuard("claude-opus-4-6"), []
+    guard.send(_send(sent), history, max_tokens=1_000)
+    view = sent[-1].messages
+    assert [m["role"] for m in view] == ["user", "assistant", "user", "assistant", "user"]
+    assert view[2]["content"][0] == ant_result_block("toolu_a")
+    assert view[-1] == {"role": "user", "content": MOVED_NOTE}
+    check_anthropic_body({"max_tokens": 1, "messages": view})
+
+    # the model answers: no note any more, and the rest of the view is the same objects
+    history.append(said("The build is done."))
+    guard.send(_send(sent), history, max_tokens=1_000)
+    assert all(a is b for a, b in zip(view[:-1], sent[-1].messages, strict=False))
+    assert sent[-1].messages[-1] is history[-1]
+
+
+def test_a_lost_calls_stub_goes_after_the_whole_anthropic_turn() -> None:
+    # The stub went between the two messages of the model's turn, splitting it: the other
+    # call's result no longer followed its tool_use, and Anthropic refused the request
+    history = [
+        {"role": "user", "content": "Build and test."},
+        ant_call("toolu_build", "toolu_test"),
+        said("Both started."),
+        ant_results("toolu_test"),  # toolu_build never returned
+        {"role": "user", "content": "Status?"},
+    ]
+    sent: list[GuardedRequest] = []
+    ContextGuard("claude-sonnet-4-5").send(_send(sent), history, max_tokens=1_000)
+    view = sent[-1].messages
+    check_anthropic_body({"max_tokens": 1, "messages": _joined(view)})
+    assert [m["role"] for m in view] == ["user", "assistant", "assistant", "user", "user"]
+    assert [b["tool_use_id"] for b in view[3]["content"]] == ["toolu_test", "toolu_build"]

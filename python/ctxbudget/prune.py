@@ -736,6 +736,9 @@ class Pruner:
             j = i + 1
             if fmt == "gemini":
                 j = _after_gemini_turn(infos, j)
+            elif fmt == "anthropic":  # past the model's turn: Anthropic joins its messages
+                while j < n and infos[j].kind == "assistant":
+                    j += 1
             if fmt in ("anthropic", "gemini"):
                 into = merge if j < n and infos[j].kind in ("results", "user") else wrapped
                 into.setdefault(j, []).extend(blocks)

@@ -43,12 +43,18 @@ from ctxbudget.messages import FORMATS, detect_format
 from ctxbudget.stubs import history_model
 from ctxbudget.turns import MessageInfo, ScanCache, scan_error
 
-__all__ = ["ResultPlacement", "place_results"]
+__all__ = ["MOVED_NOTE", "ResultPlacement", "place_results"]
 
 #: The formats whose providers want results right after their calls.
 PLACED_FORMATS = ("openai_chat", "openai_responses", "anthropic", "gemini")
 #: The formats whose results each are a message (or item) of their own.
 _WHOLE = ("openai_chat", "openai_responses")
+#: The text of the user message that ends a request whose last results moved back before
+#: the model's last message.
+MOVED_NOTE = (
+    "[ctxbudget: tool results that came after your last message are placed above, right after"
+    " their calls]"
+)
 #: Where a message of each format holds its blocks or parts.
 _CONTENT_KEY = {"anthropic": "content", "gemini": "parts"}
 
@@ -166,10 +172,11 @@ class ResultPlacement:
         self._made: dict[tuple[Any, ...], tuple[Any, tuple[Any, ...], Any]] = {}
         # id(text content) -> (the text, the block it reads as): one block object per text
         self._texts: dict[int, tuple[str, dict[str, Any]]] = {}
+        self._notes: dict[str, Any] = {}  # format -> the note of _note
 
     def invalidate(self) -> None:
         """Forget everything read (after editing a message in place below its fields)."""
-        self._scans, self._plan, self._made, self._texts = {}, None, {}, {}
+        self._scans, self._plan, self._made, self._texts, self._notes = {}, None, {}, {}, {}
 
     def apply(self, fmt: str, messages: list[Any]) -> list[Any]:
         """``messages`` with each result where its provider wants it; ``messages`` itself
@@ -195,21 +202,35 @@ class ResultPlacement:
         if not plan.moves and not plan.reorder:
             self._made, self._texts = {}, {}
             return messages
-        if fmt in _WHOLE:
-            return _whole_placed(fmt, messages, infos, plan.moves)
-        made: dict[tuple[Any, ...], tuple[Any, tuple[Any, ...], Any]] = {}
-        texts: dict[int, tuple[str, dict[str, Any]]] = {}
         validate = history_model(messages)
+        if fmt in _WHOLE:
+            out = _whole_placed(fmt, messages, infos, plan.moves)
+        else:
+            made: dict[tuple[Any, ...], tuple[Any, tuple[Any, ...], Any]] = {}
+            texts: dict[int, tuple[str, dict[str, Any]]] = {}
 
-        def copy(original: Any, blocks: list[Any]) -> Any:
-            return self._copy(made, validate, _CONTENT_KEY[fmt], original, blocks)
+            def copy(original: Any, blocks: list[Any]) -> Any:
+                return self._copy(made, validate, _CONTENT_KEY[fmt], original, blocks)
 
-        def content(m: Any) -> list[Any]:
-            return self._content(texts, _CONTENT_KEY[fmt], m)
+            def content(m: Any) -> list[Any]:
+                return self._content(texts, _CONTENT_KEY[fmt], m)
 
-        out = _blocks_placed(fmt, messages, infos, plan, copy, content)
-        self._made, self._texts = made, texts
+            out = _blocks_placed(fmt, messages, infos, plan, copy, content)
+            self._made, self._texts = made, texts
+        if _ends_with_model(out, messages, infos):
+            out.append(self._note(fmt, validate))
         return out
+
+    def _note(self, fmt: str, validate: Any) -> Any:
+        """The user message that ends a list whose last results moved back before the model's
+        last message (a request must not end with the model's words: the model would go on
+        from them, and newer Claude models refuse it), the same object every turn."""
+        note = self._notes.get(fmt)
+        if note is None:
+            text: Any = [{"text": MOVED_NOTE}] if fmt == "gemini" else MOVED_NOTE
+            made = {"role": "user", _CONTENT_KEY.get(fmt, "content"): text}
+            note = self._notes[fmt] = validate(made) if validate is not None else made
+        return note
 
     def _copy(
         self,
@@ -273,10 +294,12 @@ def _whole_placed(
             end += 1
         before.setdefault(end, []).append(k)
     out: list[Any] = []
-    for i, m in enumerate(messages):
-        out.extend(messages[k] for k in before.get(i, ()))
-        if i not in moved:
-            out.append(m)
+    done = 0  # messages[:done] are in out
+    for i in sorted(before.keys() | moved):
+        out += messages[done:i]
+        out += [messages[k] for k in before.get(i, ())]
+        done = i + 1 if i in moved else i
+    out += messages[done:]
     return out
 
 
@@ -303,25 +326,38 @@ def _blocks_placed(
             target += 1
         taken.setdefault(k, set()).add(slot)
         into.setdefault(target, []).append(((k, slot), content(messages[k])[slot]))
-    changed = set(taken) | set(into) | set(plan.reorder)
+    order = plan.orders if fmt == "gemini" else None
     out: list[Any] = []
-    for i in range(n + 1):
-        m = messages[i] if i < n else None
+    done = 0  # messages[:done] are in out
+    for i in sorted(taken.keys() | into.keys() | set(plan.reorder)):
+        out += messages[done:i]
+        done = i
         gained = into.get(i, [])
-        user = m is not None and infos[i].kind in takes
+        user = i < n and infos[i].kind in takes
         if gained and not user:  # a user message of their own, before the model's
             out.append(copy(None, [b for _, b in _in_call_order(gained, plan, fmt)]))
             gained = []
-        if m is None:
-            break
-        if i not in changed or not user:
-            out.append(m)
-            continue
-        order = plan.orders if fmt == "gemini" else None
-        blocks = _placed_blocks(content(m), i, infos[i], taken.get(i, set()), gained, order)
-        if blocks:  # a message all of whose blocks moved is dropped
-            out.append(copy(m, blocks))
+        if user:  # rebuilt: a message all of whose blocks moved is dropped
+            blocks = _placed_blocks(
+                content(messages[i]), i, infos[i], taken.get(i, set()), gained, order
+            )
+            if blocks:
+                out.append(copy(messages[i], blocks))
+            done = i + 1
+    out += messages[done:]
     return out
+
+
+def _ends_with_model(out: list[Any], messages: list[Any], infos: list[MessageInfo]) -> bool:
+    """Whether ``out`` ends with a message that is not the user's where ``messages`` ended
+    with the user's (their results moved back before the model's last message)."""
+    if not out or not infos or infos[-1].kind not in ("user", "results"):
+        return False
+    last = out[-1]
+    for j in range(len(messages) - 1, -1, -1):
+        if messages[j] is last:
+            return infos[j].kind not in ("user", "results")
+    return False  # a message made here: the user's
 
 
 def _placed_blocks(
