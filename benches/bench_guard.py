@@ -11,7 +11,10 @@ the guard's own work, at two windows:
   format of (it is narrowed from the appended messages, not detected from all of them);
 - ``lost-fits`` / ``lost-pruned``: the conversation with one tool result missing in the
   middle (a call the conversation moved on from): each turn's view carries a result added
-  for it.
+  for it;
+- ``sdk-fits`` / ``sdk-pruned``: the conversation with its assistant messages as the openai
+  SDK gives them (``completion.choices[0].message`` appended as it came: pydantic objects,
+  whose fields the caches read from their ``__dict__``).
 
 Each guard has seen the conversation at 598 and 600 messages (a loop under way, calibrated);
 each timed call sends one message more than the call before (``growing`` in
@@ -28,6 +31,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from openai.types.chat import ChatCompletionMessage
 
 from benches.bench_request import CONVERSATION, TOOLS, growing
 from ctxbudget import ContextGuard, GuardedRequest, Pruner, RequestEstimator
@@ -38,12 +42,18 @@ ROUNDS = 200
 _LOST_AT = next(i for i, m in enumerate(CONVERSATION) if i > 100 and m["role"] == "tool")
 #: The conversation with one tool result missing in the middle.
 LOST = CONVERSATION[:_LOST_AT] + CONVERSATION[_LOST_AT + 1 :]
+#: The conversation with its assistant messages as openai SDK objects.
+SDK = [
+    ChatCompletionMessage.model_validate(m) if m["role"] == "assistant" else m for m in CONVERSATION
+]
 #: case -> (window, conversation before the append)
-CASES = {
+CASES: dict[str, tuple[int, list[Any]]] = {
     "fits": (1_000_000, CONVERSATION),
     "pruned": (128_000, CONVERSATION),
     "lost-fits": (1_000_000, LOST),
     "lost-pruned": (128_000, LOST),
+    "sdk-fits": (1_000_000, SDK),
+    "sdk-pruned": (128_000, SDK),
 }
 #: The same texts as plain user/assistant turns: no message tells the format.
 PLAIN = [

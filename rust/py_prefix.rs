@@ -10,8 +10,13 @@
 //!
 //! A cache that passes a [`DictVersions`] skips even the field lookups of a message that is
 //! the same dict, unchanged since its fields last matched (see [`crate::py_dict_versions`]).
+//!
+//! A message that is an object (a provider SDK's pydantic model, appended to a history as the
+//! response gave it) has its fields read from its instance `__dict__`, as the Python side
+//! saves them ([`object_fields`]); an object without one makes the answer 0.
 
 use pyo3::ffi;
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
@@ -27,10 +32,11 @@ fn item(list: &Bound<'_, PyList>, i: usize) -> Option<*mut ffi::PyObject> {
 
 /// How many leading `messages` are unchanged since `previous`: `len(previous)` when each of
 /// them is the same as (usually: is) the message at its index and, for every key `keys[j]`,
-/// its `dict.get(keys[j])` is the same as `refs[j][i]` (or equal to it with the same types
-/// throughout, [`same_value`](crate::py_same::same_value)); else 0 (all or nothing). 0 as well when a message
-/// is not a dict or the saved lists are not laid out as described: the caller then counts
-/// every message again, which is always right.
+/// its `dict.get(keys[j])` (an object's `__dict__.get(keys[j])`) is the same as `refs[j][i]`
+/// (or equal to it with the same types throughout,
+/// [`same_value`](crate::py_same::same_value)); else 0 (all or nothing). 0 as well when a
+/// message is neither a dict nor an object with a `__dict__`, or the saved lists are not laid
+/// out as described: the caller then counts every message again, which is always right.
 ///
 /// With `seen`, a message that is the same dict as before, at the version it had when its
 /// fields last matched the same saved references by identity, is not looked up again; `seen`
@@ -89,11 +95,16 @@ fn check(
         if !same && !equal(py, message.as_ptr(), before)? {
             return Ok(0);
         }
-        let Ok(d) = message.cast::<PyDict>() else {
+        let is_dict = message.cast::<PyDict>().is_ok();
+        let Some(d) = object_fields(py, &message)? else {
             return Ok(0);
         };
         // Read before the lookups, which may run Python code that changes the dict.
-        let version = if same { version(before) } else { None };
+        let version = if same && is_dict {
+            version(before)
+        } else {
+            None
+        };
         if let (Some(v), Some(mark)) = (version, marks.get(i)) {
             if mark.dict == before as usize && mark.version == v && same_refs(&saved, i, mark) {
                 continue;
@@ -137,6 +148,22 @@ fn check(
         record(marks, i, identical.then_some(mark));
     }
     Ok(k)
+}
+
+/// The dict a message's fields are read from: itself, or an object's instance `__dict__`
+/// (where a pydantic model keeps its fields); `None` when it has none.
+fn object_fields<'py>(
+    py: Python<'py>,
+    message: &Bound<'py, PyAny>,
+) -> PyResult<Option<Bound<'py, PyDict>>> {
+    if let Ok(d) = message.cast::<PyDict>() {
+        return Ok(Some(d.clone()));
+    }
+    match message.getattr(intern!(py, "__dict__")) {
+        Ok(fields) => Ok(fields.cast_into::<PyDict>().ok()),
+        Err(err) if err.is_instance_of::<pyo3::exceptions::PyAttributeError>(py) => Ok(None),
+        Err(err) => Err(err),
+    }
 }
 
 /// Whether the saved references of message `i` are the objects `mark` holds.

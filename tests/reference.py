@@ -136,7 +136,8 @@ def unchanged_prefix(
     messages: list[Any], previous: list[Any], refs: list[list[Any]], keys: tuple[str, ...]
 ) -> int:
     """``len(previous)`` when ``messages`` starts with ``previous`` (:func:`same_value`) and
-    each message's ``dict.get(keys[j])`` is the same as ``refs[j][i]``; else 0. Not dicts: 0."""
+    each message's ``dict.get(keys[j])`` (an object's ``__dict__.get(keys[j])``) is the same
+    as ``refs[j][i]``; else 0. Neither a dict nor an object with a ``__dict__``: 0."""
     k = len(previous)
     if k == 0 or len(messages) < k or len(refs) != len(keys):
         return 0
@@ -146,9 +147,10 @@ def unchanged_prefix(
         m, p = messages[i], previous[i]
         if not same_value(m, p):
             return 0
-        if not isinstance(m, dict):
+        fields = m if isinstance(m, dict) else getattr(m, "__dict__", None)
+        if not isinstance(fields, dict):
             return 0
         for key, column in zip(keys, refs, strict=True):
-            if not same_value(dict.get(m, key), column[i]):
+            if not same_value(dict.get(fields, key), column[i]):
                 return 0
     return k

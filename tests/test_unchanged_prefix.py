@@ -513,3 +513,64 @@ def test_same_value_is_the_reference_on_random_values() -> None:
             assert same_value(x, y) == reference.same_value(x, y), (x, y)
             same += same_value(x, y)
     assert same > 20_000  # the copies, and some of the pairs
+
+
+# -- messages that are SDK objects (a response's message appended as it came)
+
+
+def _sdk_message(i: int) -> Any:
+    from openai.types.chat import ChatCompletionMessage
+
+    calls = [{"id": f"c{i}", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]
+    return ChatCompletionMessage.model_validate(
+        {"role": "assistant", "content": f"step {i}", "tool_calls": calls}
+    )
+
+
+def _object_refs(msgs: list[Any]) -> list[list[Any]]:
+    return [[vars(m).get(key) if not isinstance(m, dict) else m.get(key) for m in msgs]
+            for key in KEYS]  # fmt: skip
+
+
+def test_sdk_objects_are_read_from_their_fields() -> None:
+    # An SDK object made every cache count the whole list again each turn (the check said 0)
+    previous = [*_history(4), _sdk_message(4), _sdk_message(5)]
+    refs = _object_refs(previous)
+    assert _both([*previous, _sdk_message(6)], previous, refs) == 6
+    previous[4].content = "replaced"  # an attribute set: the field is another object
+    assert _both(previous, previous, refs) == 0
+    refs = _object_refs(previous)
+    previous[5].tool_calls = None
+    assert _both(previous, previous, refs) == 0
+
+
+def test_objects_without_a_dict_give_zero() -> None:
+    class Slotted:
+        __slots__ = ("content",)
+
+        def __init__(self) -> None:
+            self.content = "x"
+
+    m = Slotted()
+    assert _both([m], [m], [[None] for _ in KEYS]) == 0
+
+
+def test_sdk_objects_edited_between_turns_are_counted_as_a_fresh_cache_counts_them() -> None:
+    rng = random.Random(7)
+    history: list[Any] = [{"role": "user", "content": "go"}]
+    estimator, scans = RequestEstimator("gpt-4o"), ScanCache("openai_chat")
+    for turn in range(60):
+        history.append(_sdk_message(turn) if turn % 2 else {"role": "user", "content": "ok"})
+        if rng.random() < 0.4:  # replace a field of an earlier SDK message
+            objects = [m for m in history if not isinstance(m, dict)]
+            if objects:
+                victim = rng.choice(objects)
+                if rng.random() < 0.5:
+                    victim.content = f"edited at {turn} " * rng.randint(1, 40)
+                else:
+                    victim.tool_calls = None
+        assert (
+            estimator.estimate(history).total == RequestEstimator("gpt-4o").estimate(history).total
+        )
+        assert scans.scan(history) == ScanCache("openai_chat").scan(history)
+    assert scans.prefix > 0  # the list that grew was read from where it ended

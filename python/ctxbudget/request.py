@@ -32,13 +32,14 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
-from itertools import repeat
 from typing import Any
 
 from ctxbudget._core import DictVersions, same_value, unchanged_prefix, weigh_messages
 from ctxbudget.counting import Accuracy
 from ctxbudget.formats.common import (
     _genai_to_dict,
+    field_columns,
+    instance_fields,
     message_list,
 )
 from ctxbudget.formats.detect import SeenFits, pick_format
@@ -493,9 +494,10 @@ class RequestEstimator:
             return self._assemble(fmt, system, tools, max_tokens)
         if not k:
             self._forget_absent(msgs)
-        if k and _all_dicts(new):
-            for key, refs in zip(keys, self._refs, strict=True):
-                refs.extend(map(dict.get, new, repeat(key)))
+        columns = field_columns(new, keys) if k else None
+        if columns is not None:
+            for refs, column in zip(self._refs, columns, strict=True):
+                refs.extend(column)
         else:
             self._refs = self._fresh_refs(msgs, keys)
         return self._assemble(fmt, system, tools, max_tokens)
@@ -624,10 +626,11 @@ class RequestEstimator:
         self._msgs = []
 
     def _fresh_refs(self, msgs: list[Any], keys: tuple[str, ...]) -> list[list[Any]]:
-        if not _all_dicts(msgs):
-            self._msgs = []  # no fast path for non-dict messages; the per-id cache still works
+        columns = field_columns(msgs, keys)  # dicts, or SDK objects read from their __dict__
+        if columns is None:
+            self._msgs = []  # no fast path for these messages; the per-id cache still works
             return [[] for _ in keys]
-        return [list(map(dict.get, msgs, repeat(key))) for key in keys]
+        return columns
 
     def _assemble(
         self, fmt: str, system: Any, tools: Sequence[Any] | None, max_tokens: int | None
@@ -763,8 +766,14 @@ def _plain_weights(weights: tuple[Any, ...]) -> bool:
 
 
 def _attr_refs(m: Any, keys: tuple[str, ...]) -> tuple[Any, ...]:
+    """The objects in a message's content fields: a pydantic model's read from its
+    ``__dict__`` (``getattr`` of a field a message type lacks goes through pydantic's slow
+    ``__getattr__``, several microseconds a message every turn)."""
     if isinstance(m, Mapping):
         return tuple(m.get(k) for k in keys)
+    fields = instance_fields(m)
+    if fields is not None:
+        return tuple(map(fields.get, keys))
     return tuple(getattr(m, k, None) for k in keys)
 
 

@@ -23,11 +23,11 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from itertools import repeat
 from typing import Any, Literal
 
 from ctxbudget._core import DictVersions, same_value, unchanged_prefix
 from ctxbudget.formats.common import as_mapping as _as_mapping
+from ctxbudget.formats.common import field_columns, instance_fields
 from ctxbudget.messages import FORMATS, MessageFormatError, validate_messages
 from ctxbudget.pairing import PairingViolation, validate_pairing
 
@@ -375,13 +375,15 @@ class ScanCache:
         scanner = _SCANNERS[self.fmt]
         old = self._by_id
         for m in new:
-            if type(m) is dict:
-                refs = tuple(map(m.get, keys))
+            # a dict, or an SDK object's fields (read once per object, not dumped every turn)
+            fields = m if type(m) is dict else instance_fields(m)
+            if fields is not None:
+                refs = tuple(map(fields.get, keys))
                 hit = old.get(id(m))
                 info = (
                     hit[2]
                     if hit is not None and hit[0] is m and same_value(hit[1], refs)
-                    else scanner(m)
+                    else scanner(m if fields is m else as_mapping(m))
                 )
                 old[id(m)] = (m, refs, info)
             else:
@@ -390,12 +392,13 @@ class ScanCache:
         if not k and len(old) > 2 * len(msgs) + 64:
             present = set(map(id, msgs))
             self._by_id = {i: v for i, v in old.items() if i in present}
-        if all(type(m) is dict for m in new):
+        columns = field_columns(new if k else msgs, keys)
+        if columns is not None:
             if k:
-                for key, key_refs in zip(keys, self._refs, strict=True):
-                    key_refs.extend(map(dict.get, new, repeat(key)))
+                for key_refs, column in zip(self._refs, columns, strict=True):
+                    key_refs.extend(column)
             else:
-                self._refs = [list(map(dict.get, msgs, repeat(key))) for key in keys]
+                self._refs = columns
             self._msgs = msgs
             self._infos = list(out)
         else:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import reprlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import repeat
 from typing import Any
 
 from ctxbudget._core import json_text_of
@@ -33,6 +34,27 @@ def as_mapping(obj: object) -> Mapping[str, Any] | None:
         if isinstance(fields, Mapping):
             return fields
     return None
+
+
+def instance_fields(message: object) -> dict[str, Any] | None:
+    """The dict the caches read a message's fields from to tell it unchanged (as the core's
+    ``unchanged_prefix`` does): a dict itself, an object's instance ``__dict__`` (where a
+    pydantic model of the provider SDKs keeps its fields); ``None`` for anything else."""
+    if isinstance(message, dict):
+        return message
+    fields = getattr(message, "__dict__", None)
+    return fields if isinstance(fields, dict) else None
+
+
+def field_columns(messages: Sequence[Any], keys: tuple[str, ...]) -> list[list[Any]] | None:
+    """Per key, the messages' field objects (see :func:`instance_fields`); ``None`` when a
+    message has no fields to read."""
+    if all(type(m) is dict for m in messages):
+        return [list(map(dict.get, messages, repeat(key))) for key in keys]
+    found = [instance_fields(m) for m in messages]
+    if any(f is None for f in found):
+        return None
+    return [[f.get(key) for f in found if f is not None] for key in keys]
 
 
 class _Reader:
