@@ -11,9 +11,10 @@
 //! A cache that passes a [`DictVersions`] skips even the field lookups of a message that is
 //! the same dict, unchanged since its fields last matched (see [`crate::py_dict_versions`]).
 //!
-//! A message that is an object (a provider SDK's pydantic model, appended to a history as the
-//! response gave it) has its fields read from its instance `__dict__`, as the Python side
-//! saves them ([`object_fields`]); an object without one makes the answer 0.
+//! A message that is a pydantic model (a provider SDK's message, appended to a history as the
+//! response gave it) has its fields read from its instance `__dict__`, then its extra fields,
+//! as the Python side saves them (`field_refs` in `python/ctxbudget/formats/common.py`,
+//! [`object_fields`] here); another object makes the answer 0.
 
 use pyo3::ffi;
 use pyo3::intern;
@@ -96,7 +97,7 @@ fn check(
             return Ok(0);
         }
         let is_dict = message.cast::<PyDict>().is_ok();
-        let Some(d) = object_fields(py, &message)? else {
+        let Some(Fields { own: d, extra }) = object_fields(py, &message)? else {
             return Ok(0);
         };
         // Read before the lookups, which may run Python code that changes the dict.
@@ -121,10 +122,17 @@ fn check(
             // may run Python code (the `__eq__` of a key with the same hash), so the saved
             // reference is read after it; the value is borrowed from the dict and compared
             // before any Python code runs (`equal` takes references first).
-            let value = unsafe { ffi::PyDict_GetItemWithError(d.as_ptr(), key.as_ptr()) };
+            let mut value = unsafe { ffi::PyDict_GetItemWithError(d.as_ptr(), key.as_ptr()) };
             if value.is_null() {
                 if let Some(err) = PyErr::take(py) {
                     return Err(err);
+                }
+                if let Some(extra) = &extra {
+                    // SAFETY: as above, a live dict (an extra field not declared by the model)
+                    value = unsafe { ffi::PyDict_GetItemWithError(extra.as_ptr(), key.as_ptr()) };
+                    if let Some(err) = PyErr::take(py) {
+                        return Err(err);
+                    }
                 }
             }
             let Some(saved_ref) = item(list, i) else {
@@ -150,17 +158,58 @@ fn check(
     Ok(k)
 }
 
-/// The dict a message's fields are read from: itself, or an object's instance `__dict__`
-/// (where a pydantic model keeps its fields); `None` when it has none.
+/// Where a message's fields are read from: a dict itself; a pydantic model's instance
+/// `__dict__`, then its `__pydantic_extra__` (undeclared fields an SDK allows); `None` for
+/// anything else, or a model with computed fields (not kept in the instance).
+struct Fields<'py> {
+    own: Bound<'py, PyDict>,
+    extra: Option<Bound<'py, PyDict>>,
+}
+
+/// The [`Fields`] of `message`, if it has them.
 fn object_fields<'py>(
     py: Python<'py>,
     message: &Bound<'py, PyAny>,
-) -> PyResult<Option<Bound<'py, PyDict>>> {
+) -> PyResult<Option<Fields<'py>>> {
     if let Ok(d) = message.cast::<PyDict>() {
-        return Ok(Some(d.clone()));
+        return Ok(Some(Fields {
+            own: d.clone(),
+            extra: None,
+        }));
     }
-    match message.getattr(intern!(py, "__dict__")) {
-        Ok(fields) => Ok(fields.cast_into::<PyDict>().ok()),
+    let cls = message.get_type();
+    match optional_attr(py, cls.as_any(), intern!(py, "__pydantic_fields__"))? {
+        Some(declared) if !declared.is_none() => {}
+        _ => return Ok(None),
+    }
+    if let Some(computed) = optional_attr(
+        py,
+        cls.as_any(),
+        intern!(py, "__pydantic_computed_fields__"),
+    )? {
+        if computed.is_truthy()? {
+            return Ok(None);
+        }
+    }
+    let Some(own) = optional_attr(py, message, intern!(py, "__dict__"))?
+        .and_then(|d| d.cast_into::<PyDict>().ok())
+    else {
+        return Ok(None);
+    };
+    let extra = optional_attr(py, message, intern!(py, "__pydantic_extra__"))?
+        .and_then(|d| d.cast_into::<PyDict>().ok())
+        .filter(|d| !d.is_empty());
+    Ok(Some(Fields { own, extra }))
+}
+
+/// `obj.name`, or `None` when it has no such attribute (other errors propagate).
+fn optional_attr<'py>(
+    py: Python<'py>,
+    obj: &Bound<'py, PyAny>,
+    name: &Bound<'py, pyo3::types::PyString>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    match obj.getattr(name) {
+        Ok(value) => Ok(Some(value)),
         Err(err) if err.is_instance_of::<pyo3::exceptions::PyAttributeError>(py) => Ok(None),
         Err(err) => Err(err),
     }

@@ -136,8 +136,9 @@ def unchanged_prefix(
     messages: list[Any], previous: list[Any], refs: list[list[Any]], keys: tuple[str, ...]
 ) -> int:
     """``len(previous)`` when ``messages`` starts with ``previous`` (:func:`same_value`) and
-    each message's ``dict.get(keys[j])`` (an object's ``__dict__.get(keys[j])``) is the same
-    as ``refs[j][i]``; else 0. Neither a dict nor an object with a ``__dict__``: 0."""
+    each message's ``dict.get(keys[j])`` (a pydantic model's from its ``__dict__``, then its
+    extra fields) is the same as ``refs[j][i]``; else 0. Neither a dict nor a pydantic model
+    without computed fields: 0."""
     k = len(previous)
     if k == 0 or len(messages) < k or len(refs) != len(keys):
         return 0
@@ -147,10 +148,18 @@ def unchanged_prefix(
         m, p = messages[i], previous[i]
         if not same_value(m, p):
             return 0
-        fields = m if isinstance(m, dict) else getattr(m, "__dict__", None)
+        if isinstance(m, dict):
+            fields, extra = m, {}
+        elif getattr(type(m), "__pydantic_fields__", None) is None or getattr(
+            type(m), "__pydantic_computed_fields__", None
+        ):
+            return 0  # no pydantic model, or one with fields kept outside its instance
+        else:
+            fields, extra = getattr(m, "__dict__", None), m.__pydantic_extra__ or {}
         if not isinstance(fields, dict):
             return 0
         for key, column in zip(keys, refs, strict=True):
-            if not same_value(dict.get(fields, key), column[i]):
+            value = fields[key] if key in fields else extra.get(key)
+            if not same_value(value, column[i]):
                 return 0
     return k

@@ -505,6 +505,26 @@ def test_gemini_response_with_an_id_pairs_by_it() -> None:
     assert out[5] == {"role": "user", "parts": [response("i2")]}
 
 
+def test_gemini_responses_without_ids_answer_their_calls_in_order() -> None:
+    # The first response took the turn's last call of its tool: a.txt's contents were sent
+    # as b.txt's, and nothing said so
+    def read(path: str) -> dict[str, Any]:
+        return {"function_call": {"name": "read", "args": {"path": path}}}
+
+    def content(path: str) -> dict[str, Any]:
+        return {"function_response": {"name": "read", "response": {"result": path}}}
+
+    history = [
+        gem_user("Read both."),
+        {"role": "model", "parts": [read("a.txt"), read("b.txt")]},
+        gem_user("Hurry up."),
+        {"role": "user", "parts": [content("a.txt"), content("b.txt")]},
+    ]
+    out = place_results(history, "gemini")
+    assert out[2] == {"role": "user", "parts": [content("a.txt"), content("b.txt")]}
+    assert out[3] == history[2]
+
+
 @st.composite
 def gemini_histories(draw: st.DrawFn) -> list[dict[str, Any]]:
     """A Gemini history without ids whose responses come in some later user message."""

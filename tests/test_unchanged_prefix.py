@@ -528,8 +528,11 @@ def _sdk_message(i: int) -> Any:
 
 
 def _object_refs(msgs: list[Any]) -> list[list[Any]]:
-    return [[vars(m).get(key) if not isinstance(m, dict) else m.get(key) for m in msgs]
-            for key in KEYS]  # fmt: skip
+    from ctxbudget.formats.common import field_columns
+
+    columns = field_columns(msgs, KEYS)
+    assert columns is not None
+    return columns
 
 
 def test_sdk_objects_are_read_from_their_fields() -> None:
@@ -541,6 +544,14 @@ def test_sdk_objects_are_read_from_their_fields() -> None:
     assert _both(previous, previous, refs) == 0
     refs = _object_refs(previous)
     previous[5].tool_calls = None
+    assert _both(previous, previous, refs) == 0
+    refs = _object_refs(previous)
+    assert _both(previous, previous, refs) == 6
+    previous[5].reasoning_content = "thinking"  # an extra field, kept outside __dict__
+    assert _both(previous, previous, refs) == 0
+    refs = _object_refs(previous)
+    assert _both(previous, previous, refs) == 6
+    previous[5].reasoning_content = "more thinking"
     assert _both(previous, previous, refs) == 0
 
 
@@ -559,18 +570,56 @@ def test_sdk_objects_edited_between_turns_are_counted_as_a_fresh_cache_counts_th
     rng = random.Random(7)
     history: list[Any] = [{"role": "user", "content": "go"}]
     estimator, scans = RequestEstimator("gpt-4o"), ScanCache("openai_chat")
+    grown: list[int] = []  # the prefix read on the turns the list only grew
     for turn in range(60):
         history.append(_sdk_message(turn) if turn % 2 else {"role": "user", "content": "ok"})
-        if rng.random() < 0.4:  # replace a field of an earlier SDK message
+        edited = rng.random() < 0.4
+        if edited:  # replace a field of an earlier SDK message
             objects = [m for m in history if not isinstance(m, dict)]
             if objects:
-                victim = rng.choice(objects)
-                if rng.random() < 0.5:
+                victim, edit = rng.choice(objects), rng.randrange(4)
+                if edit == 0:
                     victim.content = f"edited at {turn} " * rng.randint(1, 40)
-                else:
+                elif edit == 1:
                     victim.tool_calls = None
+                elif edit == 2:  # an extra field (DeepSeek's, vLLM's): not in __dict__
+                    victim.reasoning_content = f"thought at {turn} " * rng.randint(0, 40)
+                else:
+                    victim.name = f"agent_{turn}"
         assert (
             estimator.estimate(history).total == RequestEstimator("gpt-4o").estimate(history).total
         )
         assert scans.scan(history) == ScanCache("openai_chat").scan(history)
-    assert scans.prefix > 0  # the list that grew was read from where it ended
+        if not edited:
+            grown.append(scans.prefix)
+    assert grown and all(grown[1:])  # a list that only grew is read from where it ended
+
+
+def test_mappings_and_computed_fields_are_read_anew_each_turn() -> None:
+    # Their fields are not in an instance __dict__: read from it, they never changed
+    from collections import UserDict
+
+    from pydantic import BaseModel, computed_field
+
+    class Reply(BaseModel):
+        text: str
+
+        @computed_field  # type: ignore[prop-decorator]
+        @property
+        def content(self) -> str:
+            return self.text
+
+        role: str = "assistant"
+
+    result = UserDict({"role": "tool", "tool_call_id": "c1", "content": "short"})
+    reply = Reply(text="short")
+    calls = [{"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]
+    history: list[Any] = [{"role": "assistant", "content": None, "tool_calls": calls}, result]
+    history.append(reply)
+    estimator, scans = RequestEstimator("gpt-4o"), ScanCache("openai_chat")
+    estimator.estimate(history), scans.scan(history)
+    result.data["content"] = "long " * 5_000
+    reply.text = "long " * 7_000
+    fresh = RequestEstimator("gpt-4o").estimate(history).total
+    assert estimator.estimate(history).total == fresh > 10_000
+    assert scans.scan(history) == ScanCache("openai_chat").scan(history)

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ctxbudget._core import DictVersions, unchanged_prefix
-from ctxbudget.formats.common import instance_fields
+from ctxbudget.formats.common import field_refs
 from ctxbudget.messages import FORMATS
 from ctxbudget.pairing import EventKind, PairingViolation, validate_pairing
 from ctxbudget.turns import (
@@ -143,9 +143,11 @@ class GrowingPairing:
 def _refs(message: Any, keys: tuple[str, ...]) -> tuple[Any, ...]:
     """The message's content fields (the objects, not copies): an SDK object's from its
     ``__dict__``, as the core's ``unchanged_prefix`` reads them."""
-    fields = message if type(message) is dict else instance_fields(message)
-    if fields is not None:
-        return tuple(map(fields.get, keys))
+    if type(message) is dict:
+        return tuple(map(message.get, keys))
+    refs = field_refs(message, keys)
+    if refs is not None:
+        return refs
     return tuple(getattr(message, key, None) for key in keys)
 
 

@@ -39,7 +39,7 @@ from ctxbudget.counting import Accuracy
 from ctxbudget.formats.common import (
     _genai_to_dict,
     field_columns,
-    instance_fields,
+    field_refs,
     message_list,
 )
 from ctxbudget.formats.detect import SeenFits, pick_format
@@ -771,9 +771,9 @@ def _attr_refs(m: Any, keys: tuple[str, ...]) -> tuple[Any, ...]:
     ``__getattr__``, several microseconds a message every turn)."""
     if isinstance(m, Mapping):
         return tuple(m.get(k) for k in keys)
-    fields = instance_fields(m)
-    if fields is not None:
-        return tuple(map(fields.get, keys))
+    refs = field_refs(m, keys)
+    if refs is not None:
+        return refs
     return tuple(getattr(m, k, None) for k in keys)
 
 
@@ -783,11 +783,15 @@ def _all_dicts(msgs: Sequence[Any]) -> bool:
 
 def _object_refs(m: Any) -> tuple[Any, ...]:
     """The fields of a caller's object (or a dict among them) its conversion depends on: all
-    of them, read from a pydantic model's ``__dict__`` (``getattr`` of a field a message type
-    lacks goes through pydantic's slow ``__getattr__``); a field replaced is noticed."""
+    of them, read from a pydantic model's ``__dict__`` and its extra fields (``getattr`` of a
+    field a message type lacks goes through pydantic's slow ``__getattr__``); a field
+    replaced is noticed."""
     fields = m if isinstance(m, dict) else getattr(m, "__dict__", None)
     if not isinstance(fields, dict):
         return (m,)
+    extra = None if fields is m else getattr(m, "__pydantic_extra__", None)
+    if isinstance(extra, dict) and extra:  # undeclared fields a model allows
+        return (*fields.values(), *extra.keys(), *extra.values())
     return tuple(fields.values())
 
 

@@ -24,7 +24,7 @@ system message), one is added. Nothing is dropped but a message all of whose blo
 Results that cannot be told apart are left where they are for the pairing check to report
 (a result before its call, a second result for one call, a result of no call). A Gemini
 response without an id answers the first call of its tool in the turn its run of responses
-follows, else the latest one of its tool before it.
+follows, else the first of its tool in the latest turn that has one waiting.
 
 The caller's messages are never modified: a Chat or Responses list is reordered (the
 caller's own objects), an Anthropic or Gemini message that gains or loses blocks is a shallow
@@ -142,9 +142,9 @@ class _Plan:
 
     def _call_of(self, rid: str | None, name: str | None) -> _Round | None:
         """The unanswered call a result answers: by its id; a Gemini result without one, the
-        first call of its tool in the turn its run of results answers, else the latest call
-        of its tool before it (as :func:`~ctxbudget.turns.resolve_ids` pairs them once
-        placed)."""
+        first call of its tool in the turn its run of results answers, else the first call of
+        its tool in the latest turn that has one waiting (as
+        :func:`~ctxbudget.turns.resolve_ids` pairs them once placed)."""
         if rid is not None:
             found = self.rounds.get(rid)
             return found if found is not None and not found.answered else None
@@ -154,7 +154,9 @@ class _Plan:
         self.by_name[name or ""] = waiting
         if not waiting:
             return None
-        return next((c for c in waiting if c.turn == self.run), waiting[-1])
+        # first come, first served within one turn (as Gemini and resolve_ids pair them)
+        turn = self.run if any(c.turn == self.run for c in waiting) else waiting[-1].turn
+        return next(c for c in waiting if c.turn == turn)
 
 
 class ResultPlacement:

@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from ctxbudget._core import DictVersions, same_value, unchanged_prefix
 from ctxbudget.formats.common import as_mapping as _as_mapping
-from ctxbudget.formats.common import field_columns, instance_fields
+from ctxbudget.formats.common import field_columns, field_refs
 from ctxbudget.messages import FORMATS, MessageFormatError, validate_messages
 from ctxbudget.pairing import PairingViolation, validate_pairing
 
@@ -376,14 +376,13 @@ class ScanCache:
         old = self._by_id
         for m in new:
             # a dict, or an SDK object's fields (read once per object, not dumped every turn)
-            fields = m if type(m) is dict else instance_fields(m)
-            if fields is not None:
-                refs = tuple(map(fields.get, keys))
+            refs = tuple(map(m.get, keys)) if type(m) is dict else field_refs(m, keys)
+            if refs is not None:
                 hit = old.get(id(m))
                 info = (
                     hit[2]
                     if hit is not None and hit[0] is m and same_value(hit[1], refs)
-                    else scanner(m if fields is m else as_mapping(m))
+                    else scanner(m if type(m) is dict else as_mapping(m))
                 )
                 old[id(m)] = (m, refs, info)
             else:

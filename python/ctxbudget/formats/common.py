@@ -36,25 +36,52 @@ def as_mapping(obj: object) -> Mapping[str, Any] | None:
     return None
 
 
-def instance_fields(message: object) -> dict[str, Any] | None:
-    """The dict the caches read a message's fields from to tell it unchanged (as the core's
-    ``unchanged_prefix`` does): a dict itself, an object's instance ``__dict__`` (where a
-    pydantic model of the provider SDKs keeps its fields); ``None`` for anything else."""
+def field_refs(message: object, keys: tuple[str, ...]) -> tuple[Any, ...] | None:
+    """The objects in a message's fields ``keys``, as the caches compare them from one turn to
+    the next to tell it unchanged (and as the core's ``unchanged_prefix`` reads them): a dict's
+    values; a pydantic model's (the provider SDKs' messages) from its instance ``__dict__``,
+    then its extra fields (``reasoning_content`` on an openai message from DeepSeek or vLLM);
+    ``None`` for anything else (a mapping that is no dict, a model with computed fields), which
+    the caches read anew every turn."""
     if isinstance(message, dict):
-        return message
+        return tuple(map(message.get, keys))
+    if not _plain_model(type(message)):
+        return None
     fields = getattr(message, "__dict__", None)
-    return fields if isinstance(fields, dict) else None
+    if not isinstance(fields, dict):
+        return None
+    extra = getattr(message, "__pydantic_extra__", None)
+    if not isinstance(extra, dict) or not extra:
+        return tuple(map(fields.get, keys))
+    return tuple(fields[k] if k in fields else extra.get(k) for k in keys)
+
+
+_PLAIN_MODELS: dict[type, bool] = {}
+
+
+def _plain_model(cls: type) -> bool:
+    """Whether ``cls`` is a pydantic model whose fields all live in its instances: declared
+    ones in ``__dict__``, extra ones in ``__pydantic_extra__`` (no computed fields)."""
+    found = _PLAIN_MODELS.get(cls)
+    if found is None:
+        found = (
+            getattr(cls, "__pydantic_fields__", None) is not None
+            and not getattr(cls, "__pydantic_computed_fields__", None)
+            and not issubclass(cls, Mapping)
+        )
+        _PLAIN_MODELS[cls] = found
+    return found
 
 
 def field_columns(messages: Sequence[Any], keys: tuple[str, ...]) -> list[list[Any]] | None:
-    """Per key, the messages' field objects (see :func:`instance_fields`); ``None`` when a
-    message has no fields to read."""
+    """Per key, the messages' field objects (see :func:`field_refs`); ``None`` when a message
+    has none to read."""
     if all(type(m) is dict for m in messages):
         return [list(map(dict.get, messages, repeat(key))) for key in keys]
-    found = [instance_fields(m) for m in messages]
-    if any(f is None for f in found):
+    rows = [field_refs(m, keys) for m in messages]
+    if any(r is None for r in rows):
         return None
-    return [[f.get(key) for f in found if f is not None] for key in keys]
+    return [list(column) for column in zip(*rows, strict=True)] if rows else [[] for _ in keys]
 
 
 class _Reader:
