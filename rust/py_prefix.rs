@@ -19,7 +19,7 @@
 use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::types::{PyDict, PyList, PyTuple, PyType};
 
 use crate::py_dict_versions::{record, version, DictVersions, Mark, MARK_KEYS};
 use crate::py_same::same_ptr as equal;
@@ -87,6 +87,8 @@ fn check(
         }
     }
     let keys: Vec<Bound<'_, PyAny>> = keys.iter().collect();
+    // the classes of object messages met in this call, and whether their fields are readable
+    let mut models: Vec<(Bound<'_, PyType>, bool)> = Vec::new();
     for i in 0..k {
         // Owned: an `__eq__` below must not free the message under us.
         let (Ok(message), Some(before)) = (messages.get_item(i), item(previous, i)) else {
@@ -97,7 +99,7 @@ fn check(
             return Ok(0);
         }
         let is_dict = message.cast::<PyDict>().is_ok();
-        let Some(Fields { own: d, extra }) = object_fields(py, &message)? else {
+        let Some(Fields { own: d, extra }) = object_fields(py, &message, &mut models)? else {
             return Ok(0);
         };
         // Read before the lookups, which may run Python code that changes the dict.
@@ -170,6 +172,7 @@ struct Fields<'py> {
 fn object_fields<'py>(
     py: Python<'py>,
     message: &Bound<'py, PyAny>,
+    models: &mut Vec<(Bound<'py, PyType>, bool)>,
 ) -> PyResult<Option<Fields<'py>>> {
     if let Ok(d) = message.cast::<PyDict>() {
         return Ok(Some(Fields {
@@ -178,18 +181,15 @@ fn object_fields<'py>(
         }));
     }
     let cls = message.get_type();
-    match optional_attr(py, cls.as_any(), intern!(py, "__pydantic_fields__"))? {
-        Some(declared) if !declared.is_none() => {}
-        _ => return Ok(None),
-    }
-    if let Some(computed) = optional_attr(
-        py,
-        cls.as_any(),
-        intern!(py, "__pydantic_computed_fields__"),
-    )? {
-        if computed.is_truthy()? {
-            return Ok(None);
-        }
+    let readable = if let Some((_, readable)) = models.iter().find(|(seen, _)| seen.is(&cls)) {
+        *readable
+    } else {
+        let readable = plain_model(py, &cls)?;
+        models.push((cls, readable));
+        readable
+    };
+    if !readable {
+        return Ok(None);
     }
     let Some(own) = optional_attr(py, message, intern!(py, "__dict__"))?
         .and_then(|d| d.cast_into::<PyDict>().ok())
@@ -200,6 +200,23 @@ fn object_fields<'py>(
         .and_then(|d| d.cast_into::<PyDict>().ok())
         .filter(|d| !d.is_empty());
     Ok(Some(Fields { own, extra }))
+}
+
+/// Whether `cls` is a pydantic model whose fields all live in its instances: declared ones in
+/// `__dict__`, extra ones in `__pydantic_extra__` (no computed fields).
+fn plain_model(py: Python<'_>, cls: &Bound<'_, PyType>) -> PyResult<bool> {
+    match optional_attr(py, cls.as_any(), intern!(py, "__pydantic_fields__"))? {
+        Some(declared) if !declared.is_none() => {}
+        _ => return Ok(false),
+    }
+    match optional_attr(
+        py,
+        cls.as_any(),
+        intern!(py, "__pydantic_computed_fields__"),
+    )? {
+        Some(computed) => Ok(!computed.is_truthy()?),
+        None => Ok(true),
+    }
 }
 
 /// `obj.name`, or `None` when it has no such attribute (other errors propagate).
