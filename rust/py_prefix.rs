@@ -11,14 +11,16 @@
 //! A cache that passes a [`DictVersions`] skips even the field lookups of a message that is
 //! the same dict, unchanged since its fields last matched (see [`crate::py_dict_versions`]).
 //!
-//! A message that is a pydantic model (a provider SDK's message, appended to a history as the
-//! response gave it) has its fields read from its instance `__dict__`, then its extra fields,
-//! as the Python side saves them (`field_refs` in `python/ctxbudget/formats/common.py`,
-//! [`object_fields`] here); another object makes the answer 0.
+//! A message that is a plain pydantic model (a provider SDK's message, appended to a history
+//! as the response gave it; which classes are plain, Python's `plain_model` says) has its
+//! fields read from its instance `__dict__`, then its extra fields, as the Python side saves
+//! them (`field_refs` in `python/ctxbudget/formats/common.py`, [`object_fields`] here); any
+//! other object makes the answer 0.
 
 use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyTuple, PyType};
 
 use crate::py_dict_versions::{record, version, DictVersions, Mark, MARK_KEYS};
@@ -202,21 +204,20 @@ fn object_fields<'py>(
     Ok(Some(Fields { own, extra }))
 }
 
-/// Whether `cls` is a pydantic model whose fields all live in its instances: declared ones in
-/// `__dict__`, extra ones in `__pydantic_extra__` (no computed fields).
+/// `ctxbudget.formats.common.plain_model`, the one place that says which classes' instances
+/// hold their fields (the Python caches save references only for those).
+static PLAIN_MODEL: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// Whether instances of `cls` are read from their `__dict__` and extra fields (asked of
+/// Python's `plain_model`, once per class and call).
 fn plain_model(py: Python<'_>, cls: &Bound<'_, PyType>) -> PyResult<bool> {
-    match optional_attr(py, cls.as_any(), intern!(py, "__pydantic_fields__"))? {
-        Some(declared) if !declared.is_none() => {}
-        _ => return Ok(false),
-    }
-    match optional_attr(
-        py,
-        cls.as_any(),
-        intern!(py, "__pydantic_computed_fields__"),
-    )? {
-        Some(computed) => Ok(!computed.is_truthy()?),
-        None => Ok(true),
-    }
+    let ask = PLAIN_MODEL.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
+        Ok(py
+            .import(intern!(py, "ctxbudget.formats.common"))?
+            .getattr(intern!(py, "plain_model"))?
+            .unbind())
+    })?;
+    ask.bind(py).call1((cls,))?.is_truthy()
 }
 
 /// `obj.name`, or `None` when it has no such attribute (other errors propagate).

@@ -7,6 +7,8 @@ import struct
 from collections import defaultdict
 from typing import Any
 
+from ctxbudget.formats.common import plain_model
+
 
 def min_items_to_reach(sizes: list[int], need: int, protected: set[int]) -> int | None:
     """Smallest number of allowed items whose sizes can sum to ``need`` (brute force)."""
@@ -150,12 +152,11 @@ def unchanged_prefix(
             return 0
         if isinstance(m, dict):
             fields, extra = m, {}
-        elif getattr(type(m), "__pydantic_fields__", None) is None or getattr(
-            type(m), "__pydantic_computed_fields__", None
-        ):
-            return 0  # no pydantic model, or one with fields kept outside its instance
+        elif not plain_model(type(m)):
+            return 0  # no pydantic model, or one whose dump is not its instance's fields
         else:
-            fields, extra = getattr(m, "__dict__", None), m.__pydantic_extra__ or {}
+            fields = getattr(m, "__dict__", None)
+            extra = getattr(m, "__pydantic_extra__", None) or {}
         if not isinstance(fields, dict):
             return 0
         for key, column in zip(keys, refs, strict=True):

@@ -268,3 +268,27 @@ def test_a_renamed_message_follows_the_callers_edits() -> None:
     history[3]["tool_calls"][0]["function"]["name"] = "grep"  # nested, in place
     guard.invalidate(history[3])
     assert guard.send(_send([]), history).request.messages[3]["tool_calls"][0]["function"] == fn
+
+
+def test_a_renamed_message_sends_an_edit_of_a_field_the_scan_does_not_read() -> None:
+    # The copies of the unchanged prefix were reused whole: reasoning sent back (DeepSeek
+    # refuses it) after the caller cleared it, 28,000 characters
+    def reply(thought: str) -> dict[str, Any]:
+        fn = {"name": "bash", "arguments": '{"cmd": "ls"}'}
+        calls = [{"id": "call_0", "type": "function", "function": fn}]
+        return {"role": "assistant", "content": None, "reasoning_content": thought,
+                "tool_calls": calls}  # fmt: skip
+
+    history: list[Any] = [
+        {"role": "user", "content": "go"},
+        reply("first"),
+        {"role": "tool", "tool_call_id": "call_0", "content": "a"},
+        reply("second " * 4_000),
+        {"role": "tool", "tool_call_id": "call_0", "content": "b"},
+    ]
+    guard, sent = ContextGuard("deepseek-reasoner", window=64_000), []
+    guard.send(_send(sent), history, max_tokens=1_000)
+    history[3]["reasoning_content"] = None
+    guard.send(_send(sent), history, max_tokens=1_000)
+    assert sent[-1].messages[3]["tool_calls"][0]["id"] == "call_0_2"
+    assert sent[-1].messages[3]["reasoning_content"] is None

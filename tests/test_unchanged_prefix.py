@@ -623,3 +623,60 @@ def test_mappings_and_computed_fields_are_read_anew_each_turn() -> None:
     fresh = RequestEstimator("gpt-4o").estimate(history).total
     assert estimator.estimate(history).total == fresh > 10_000
     assert scans.scan(history) == ScanCache("openai_chat").scan(history)
+
+
+def test_models_whose_dump_is_not_their_fields_are_read_anew_each_turn() -> None:
+    # A root model, a serializer or aliases in the dump: read from __dict__, an edit of the
+    # text was never seen (a 30k-token message counted as 18 tokens)
+    from pydantic import BaseModel, RootModel, model_serializer
+
+    class Dumped(BaseModel):
+        body: str
+
+        @model_serializer
+        def _dump(self) -> dict[str, Any]:
+            return {"role": "user", "content": self.body}
+
+    root = RootModel[dict[str, Any]]({"role": "user", "content": "short"})
+    dumped = Dumped(body="short")
+    history: list[Any] = [root, dumped]
+    estimator = RequestEstimator("gpt-4o")
+    estimator.estimate(history)
+    root.root["content"] = "long " * 5_000
+    dumped.body = "long " * 6_000
+    fresh = RequestEstimator("gpt-4o").estimate(history).total
+    assert estimator.estimate(history).total == fresh > 10_000
+
+
+def test_the_pairing_cache_reads_a_mapping_that_is_no_dict_anew() -> None:
+    from collections import UserDict
+
+    from ctxbudget.pairing_cache import GrowingPairing
+
+    calls = [{"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]
+    history: list[Any] = [
+        {"role": "assistant", "content": None, "tool_calls": calls},
+        UserDict({"role": "tool", "tool_call_id": "c1", "content": "a b c"}),
+    ]
+    pairing = GrowingPairing()
+    assert pairing.violations("openai_chat", history) == []
+    history[1]["tool_call_id"] = "c9"  # answers no call now
+    kinds = [v.kind for v in pairing.violations("openai_chat", history)]
+    assert kinds == ["missing_result", "orphaned_result"]
+
+
+def test_classes_asked_about_are_not_kept_alive() -> None:
+    import gc
+    import weakref
+
+    from openai.types.chat import ChatCompletionMessage
+    from pydantic import create_model
+
+    from ctxbudget.formats.common import plain_model
+
+    cls = create_model("Made", __base__=ChatCompletionMessage)
+    assert plain_model(cls)
+    ref = weakref.ref(cls)
+    del cls
+    gc.collect()
+    assert ref() is None

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ctxbudget.formats.common import as_mapping
+from ctxbudget.formats.common import as_mapping, plain_model
 from ctxbudget.messages import FORMATS, detect_format
 from ctxbudget.stubs import in_history_type
 from ctxbudget.turns import MessageInfo, ScanCache, scan_error
@@ -164,13 +164,16 @@ def _gemini_part(part: Any, renames: Renames) -> Any:
 
 def _field_refs(message: Any) -> tuple[Any, ...]:
     """The objects in the message's fields (its keys too): a replaced field shows as another
-    object there. Nested lists edited in place do not (see :meth:`CallIdRenamer.invalidate`)."""
+    object there. Nested lists edited in place do not (see :meth:`CallIdRenamer.invalidate`).
+    A pydantic model's from its ``__dict__`` and its extra fields (``reasoning_content`` on an
+    openai message); anything else is copied anew every turn."""
     if isinstance(message, Mapping):
         return (*message.keys(), *message.values())
-    fields = getattr(type(message), "model_fields", None)
-    if fields is not None:
-        return tuple(getattr(message, name, None) for name in fields)
-    return tuple(vars(message).values()) if hasattr(message, "__dict__") else ()
+    fields = getattr(message, "__dict__", None)
+    if not plain_model(type(message)) or not isinstance(fields, dict):
+        return (object(),)
+    extra = getattr(message, "__pydantic_extra__", None) or {}
+    return (*fields.keys(), *fields.values(), *extra.keys(), *extra.values())
 
 
 def _same_objects(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
@@ -219,10 +222,10 @@ class CallIdRenamer:
             return messages
         kept = scans.prefix if plan is before and self._out is not None else 0
         out = [*self._out[:kept], *messages[kept:]] if kept and self._out else list(messages)
-        made = self._made if kept else {}
+        made: dict[int, tuple[Any, tuple[Any, ...], Renames, Any]] = {}
+        # every copy checked, those of the kept prefix too: the scan's prefix compares only
+        # the fields it reads, and a copy holds them all (reasoning sent back, arguments)
         for i, renames in plan.renames.items():
-            if i < kept:
-                continue
             out[i] = self._copy(fmt, messages[i], renames, made)
         self._made, self._out = made, out
         return out

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ctxbudget._core import DictVersions, unchanged_prefix
-from ctxbudget.formats.common import field_refs
+from ctxbudget.formats.common import field_refs, unreadable_refs
 from ctxbudget.messages import FORMATS
 from ctxbudget.pairing import EventKind, PairingViolation, validate_pairing
 from ctxbudget.turns import (
@@ -146,9 +146,7 @@ def _refs(message: Any, keys: tuple[str, ...]) -> tuple[Any, ...]:
     if type(message) is dict:
         return tuple(map(message.get, keys))
     refs = field_refs(message, keys)
-    if refs is not None:
-        return refs
-    return tuple(getattr(message, key, None) for key in keys)
+    return refs if refs is not None else unreadable_refs(keys)
 
 
 def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:

@@ -41,6 +41,7 @@ from ctxbudget.formats.common import (
     field_columns,
     field_refs,
     message_list,
+    unreadable_refs,
 )
 from ctxbudget.formats.detect import SeenFits, pick_format
 from ctxbudget.framing import PROFILES, FramingProfile, _encoding_for, profile_for
@@ -772,9 +773,7 @@ def _attr_refs(m: Any, keys: tuple[str, ...]) -> tuple[Any, ...]:
     if isinstance(m, Mapping):
         return tuple(m.get(k) for k in keys)
     refs = field_refs(m, keys)
-    if refs is not None:
-        return refs
-    return tuple(getattr(m, k, None) for k in keys)
+    return refs if refs is not None else unreadable_refs(keys)
 
 
 def _all_dicts(msgs: Sequence[Any]) -> bool:

@@ -7,8 +7,10 @@ URLs, base64, tool-call arguments, made-up call ids, google-genai objects).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import reprlib
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import repeat
 from typing import Any
@@ -39,13 +41,13 @@ def as_mapping(obj: object) -> Mapping[str, Any] | None:
 def field_refs(message: object, keys: tuple[str, ...]) -> tuple[Any, ...] | None:
     """The objects in a message's fields ``keys``, as the caches compare them from one turn to
     the next to tell it unchanged (and as the core's ``unchanged_prefix`` reads them): a dict's
-    values; a pydantic model's (the provider SDKs' messages) from its instance ``__dict__``,
-    then its extra fields (``reasoning_content`` on an openai message from DeepSeek or vLLM);
-    ``None`` for anything else (a mapping that is no dict, a model with computed fields), which
-    the caches read anew every turn."""
+    values; a plain pydantic model's (the provider SDKs' messages, see :func:`plain_model`)
+    from its instance ``__dict__``, then its extra fields (``reasoning_content`` on an openai
+    message from DeepSeek or vLLM); ``None`` for anything else, which the caches read anew
+    every turn."""
     if isinstance(message, dict):
         return tuple(map(message.get, keys))
-    if not _plain_model(type(message)):
+    if not plain_model(type(message)):
         return None
     fields = getattr(message, "__dict__", None)
     if not isinstance(fields, dict):
@@ -56,19 +58,37 @@ def field_refs(message: object, keys: tuple[str, ...]) -> tuple[Any, ...] | None
     return tuple(fields[k] if k in fields else extra.get(k) for k in keys)
 
 
-_PLAIN_MODELS: dict[type, bool] = {}
+def unreadable_refs(keys: tuple[str, ...]) -> tuple[Any, ...]:
+    """Stand-ins for the fields of a message :func:`field_refs` cannot read: new objects, the
+    same as nothing a later turn holds, so that the message is read anew every turn."""
+    return tuple(object() for _ in keys)
 
 
-def _plain_model(cls: type) -> bool:
-    """Whether ``cls`` is a pydantic model whose fields all live in its instances: declared
-    ones in ``__dict__``, extra ones in ``__pydantic_extra__`` (no computed fields)."""
-    found = _PLAIN_MODELS.get(cls)
-    if found is None:
-        found = (
-            getattr(cls, "__pydantic_fields__", None) is not None
-            and not getattr(cls, "__pydantic_computed_fields__", None)
-            and not issubclass(cls, Mapping)
-        )
+_PLAIN_MODELS: weakref.WeakKeyDictionary[type, bool] = weakref.WeakKeyDictionary()
+
+
+def plain_model(cls: type) -> bool:
+    """Whether ``cls`` is a pydantic model whose dump is its instances' fields: the declared
+    ones in ``__dict__``, the extra ones in ``__pydantic_extra__``, under their own names (no
+    computed fields, root model, serializers or aliases in the dump, and no mapping). The
+    core's ``unchanged_prefix`` asks the same (it calls this function once per class)."""
+    try:
+        return _PLAIN_MODELS[cls]
+    except (KeyError, TypeError):
+        pass
+    decorators = getattr(cls, "__pydantic_decorators__", None)
+    config = getattr(cls, "model_config", None)
+    found = (
+        getattr(cls, "__pydantic_fields__", None) is not None
+        and not getattr(cls, "__pydantic_computed_fields__", None)
+        and not getattr(cls, "__pydantic_root_model__", False)
+        and decorators is not None
+        and not getattr(decorators, "model_serializers", None)
+        and not getattr(decorators, "field_serializers", None)
+        and not (isinstance(config, Mapping) and config.get("serialize_by_alias"))
+        and not issubclass(cls, Mapping)
+    )
+    with contextlib.suppress(TypeError):  # a class that takes no weak reference: asked anew
         _PLAIN_MODELS[cls] = found
     return found
 
