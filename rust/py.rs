@@ -493,7 +493,7 @@ mod _core {
     #[pymodule_export]
     use crate::py_json::json_text_of;
     #[pymodule_export]
-    use crate::py_prefix::unchanged_prefix;
+    use crate::py_prefix::{register_plain_model, unchanged_prefix};
     #[pymodule_export]
     use crate::py_same::same_value;
     #[pymodule_export]

@@ -205,19 +205,24 @@ fn object_fields<'py>(
 }
 
 /// `ctxbudget.formats.common.plain_model`, the one place that says which classes' instances
-/// hold their fields (the Python caches save references only for those).
+/// hold their fields (the Python caches save references only for those); registered by that
+/// module when it is imported ([`register_plain_model`]).
 static PLAIN_MODEL: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
-/// Whether instances of `cls` are read from their `__dict__` and extra fields (asked of
-/// Python's `plain_model`, once per class and call).
+/// Registers the predicate that says which message classes are read from their instances
+/// (the first one registered stays).
+#[pyfunction]
+pub fn register_plain_model(py: Python<'_>, predicate: Bound<'_, PyAny>) {
+    let _ = PLAIN_MODEL.set(py, predicate.unbind());
+}
+
+/// Whether instances of `cls` are read from their `__dict__` and extra fields (asked of the
+/// registered predicate, once per class and call; none registered: no class is).
 fn plain_model(py: Python<'_>, cls: &Bound<'_, PyType>) -> PyResult<bool> {
-    let ask = PLAIN_MODEL.get_or_try_init(py, || -> PyResult<Py<PyAny>> {
-        Ok(py
-            .import(intern!(py, "ctxbudget.formats.common"))?
-            .getattr(intern!(py, "plain_model"))?
-            .unbind())
-    })?;
-    ask.bind(py).call1((cls,))?.is_truthy()
+    match PLAIN_MODEL.get(py) {
+        Some(ask) => ask.bind(py).call1((cls,))?.is_truthy(),
+        None => Ok(false),
+    }
 }
 
 /// `obj.name`, or `None` when it has no such attribute (other errors propagate).

@@ -292,3 +292,28 @@ def test_a_renamed_message_sends_an_edit_of_a_field_the_scan_does_not_read() -> 
     guard.send(_send(sent), history, max_tokens=1_000)
     assert sent[-1].messages[3]["tool_calls"][0]["id"] == "call_0_2"
     assert sent[-1].messages[3]["reasoning_content"] is None
+
+
+def test_a_message_replaced_by_an_equal_copy_and_then_edited_sends_the_edit() -> None:
+    # The list's copies were kept for an equal message, and later edits of the caller's new
+    # object (a field the scan does not read) were never sent
+    def reply(thought: str) -> dict[str, Any]:
+        fn = {"name": "bash", "arguments": '{"cmd": "ls"}'}
+        calls = [{"id": "call_0", "type": "function", "function": fn}]
+        return {"role": "assistant", "content": None, "reasoning_content": thought,
+                "tool_calls": calls}  # fmt: skip
+
+    history: list[Any] = [
+        {"role": "user", "content": "go"},
+        reply("first " * 4_000),
+        {"role": "tool", "tool_call_id": "call_0", "content": "a"},
+        reply("second"),
+        {"role": "tool", "tool_call_id": "call_0", "content": "b"},
+    ]
+    guard, sent = ContextGuard("deepseek-reasoner", window=64_000), []
+    guard.send(_send(sent), history, max_tokens=1_000)
+    history[1] = copy.deepcopy(history[1])  # reloaded: equal, another object
+    guard.send(_send(sent), history, max_tokens=1_000)
+    history[1]["reasoning_content"] = None
+    guard.send(_send(sent), history, max_tokens=1_000)
+    assert sent[-1].messages[1]["reasoning_content"] is None

@@ -15,7 +15,7 @@ import sys
 import sysconfig
 from collections.abc import Callable
 from itertools import repeat
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -637,13 +637,20 @@ def test_models_whose_dump_is_not_their_fields_are_read_anew_each_turn() -> None
         def _dump(self) -> dict[str, Any]:
             return {"role": "user", "content": self.body}
 
+    class Overridden(BaseModel):
+        body: str
+
+        def model_dump(self, **_: Any) -> dict[str, Any]:  # type: ignore[override]
+            return {"role": "user", "content": self.body}
+
     root = RootModel[dict[str, Any]]({"role": "user", "content": "short"})
-    dumped = Dumped(body="short")
-    history: list[Any] = [root, dumped]
+    dumped, overridden = Dumped(body="short"), Overridden(body="short")
+    history: list[Any] = [root, dumped, overridden]
     estimator = RequestEstimator("gpt-4o")
     estimator.estimate(history)
     root.root["content"] = "long " * 5_000
     dumped.body = "long " * 6_000
+    overridden.body = "long " * 3_000
     fresh = RequestEstimator("gpt-4o").estimate(history).total
     assert estimator.estimate(history).total == fresh > 10_000
 
@@ -680,3 +687,17 @@ def test_classes_asked_about_are_not_kept_alive() -> None:
     del cls
     gc.collect()
     assert ref() is None
+
+
+def test_a_class_whose_attributes_raise_is_read_anew_not_refused() -> None:
+    from ctxbudget.formats.common import plain_model
+
+    class Meta(type):
+        @property
+        def model_config(cls) -> Any:
+            raise RuntimeError("config not loaded")
+
+    class Odd(metaclass=Meta):
+        __pydantic_fields__: ClassVar[dict[str, Any]] = {}
+
+    assert plain_model(Odd) is False

@@ -1,6 +1,6 @@
 """Type stubs for the Rust core. Kept in sync with rust/py.rs (checked by mypy.stubtest)."""
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, final
 
 import numpy as np
@@ -16,6 +16,7 @@ __all__ = [
     "estimate_batch",
     "estimate_tokens",
     "json_text_of",
+    "register_plain_model",
     "same_value",
     "select_largest",
     "unchanged_prefix",
@@ -69,6 +70,7 @@ class TextStream:
     def finish(self) -> tuple[int, list[int], int]: ...
 
 def same_value(a: Any, b: Any, /) -> bool: ...
+def register_plain_model(predicate: Callable[[type], bool]) -> None: ...
 def unchanged_prefix(
     messages: list[Any],
     previous: list[Any],

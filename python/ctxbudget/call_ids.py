@@ -25,7 +25,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ctxbudget.formats.common import as_mapping, plain_model
+from ctxbudget._core import DictVersions, unchanged_prefix
+from ctxbudget.formats.common import as_mapping, field_columns, plain_model
 from ctxbudget.messages import FORMATS, detect_format
 from ctxbudget.stubs import in_history_type
 from ctxbudget.turns import MessageInfo, ScanCache, scan_error
@@ -34,6 +35,22 @@ __all__ = ["CallIdRenamer", "unique_call_ids"]
 
 #: {old id: new id} for the calls and results of one message.
 Renames = dict[str, str]
+
+#: The fields a renamed copy carries that a caller may replace, per format: what the list's
+#: unchanged-prefix check compares (a field outside them, replaced, needs ``invalidate``; at
+#: most ten, which the core's check skips for a dict not changed since it last matched).
+_COPIED: dict[str, tuple[str, ...]] = {
+    "openai_chat": (
+        "content", "tool_calls", "role", "tool_call_id", "name", "reasoning_content",
+        "reasoning", "refusal", "function_call", "audio",
+    ),
+    "openai_responses": (
+        "content", "output", "call_id", "type", "role", "name", "id", "arguments", "input",
+        "summary",
+    ),
+    "anthropic": ("content", "role"),
+    "gemini": ("parts", "role"),
+}  # fmt: skip
 
 
 class _Round:
@@ -193,10 +210,16 @@ class CallIdRenamer:
         # id(original) -> (original, its field objects, renames, renamed copy)
         self._made: dict[int, tuple[Any, tuple[Any, ...], Renames, Any]] = {}
         self._out: list[Any] | None = None  # the last list made
+        # the caller's last list and, per field a copy carries (_COPIED), its objects: a list
+        # that starts with it unchanged keeps the copies made for it, unchecked
+        self._seen: list[Any] = []
+        self._seen_refs: list[list[Any]] = []
+        self._versions = DictVersions()
 
     def invalidate(self) -> None:
         """Forget everything read (after editing a message in place below its fields)."""
         self._scans, self._plan, self._made, self._out = {}, None, {}, None
+        self._seen, self._seen_refs, self._versions = [], [], DictVersions()
 
     def apply(self, fmt: str, messages: list[Any]) -> list[Any]:
         """``messages`` with reused call ids renamed; ``messages`` itself when there are none.
@@ -220,15 +243,30 @@ class CallIdRenamer:
         if not plan.renames:
             self._made, self._out = {}, None
             return messages
-        kept = scans.prefix if plan is before and self._out is not None else 0
+        kept = self._kept(fmt, messages) if plan is before and self._out is not None else 0
         out = [*self._out[:kept], *messages[kept:]] if kept and self._out else list(messages)
-        made: dict[int, tuple[Any, tuple[Any, ...], Renames, Any]] = {}
-        # every copy checked, those of the kept prefix too: the scan's prefix compares only
-        # the fields it reads, and a copy holds them all (reasoning sent back, arguments)
+        made = self._made if kept else {}
         for i, renames in plan.renames.items():
-            out[i] = self._copy(fmt, messages[i], renames, made)
+            if i >= kept:
+                out[i] = self._copy(fmt, messages[i], renames, made)
         self._made, self._out = made, out
         return out
+
+    def _kept(self, fmt: str, messages: list[Any]) -> int:
+        """How many leading messages are the last list's with every field a copy carries
+        unchanged (the scan's prefix compares only the fields it reads: an edit of the
+        reasoning sent back, or of a Responses call's arguments, would keep a stale copy);
+        0 when not all of them are. Remembers ``messages`` for the next call."""
+        keys = _COPIED[fmt]
+        k = unchanged_prefix(messages, self._seen, self._seen_refs, keys, self._versions)
+        columns = field_columns(messages[k:], keys) if k else None
+        if columns is not None:
+            for refs, column in zip(self._seen_refs, columns, strict=True):
+                refs.extend(column)
+        else:
+            self._seen_refs = field_columns(messages, keys) or []
+        self._seen = list(messages) if self._seen_refs else []
+        return k
 
     def _copy(
         self,

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import repeat
 from typing import Any
 
-from ctxbudget._core import json_text_of
+from ctxbudget._core import json_text_of, register_plain_model
 from ctxbudget.formats.model import Message, MessageFormatError, Part
 
 _SYNTH_ID = "ctxb_call_"
@@ -70,27 +70,41 @@ _PLAIN_MODELS: weakref.WeakKeyDictionary[type, bool] = weakref.WeakKeyDictionary
 def plain_model(cls: type) -> bool:
     """Whether ``cls`` is a pydantic model whose dump is its instances' fields: the declared
     ones in ``__dict__``, the extra ones in ``__pydantic_extra__``, under their own names (no
-    computed fields, root model, serializers or aliases in the dump, and no mapping). The
-    core's ``unchanged_prefix`` asks the same (it calls this function once per class)."""
+    computed fields, root model, serializers, aliases in the dump or ``model_dump`` of its
+    own, and no mapping). The core's ``unchanged_prefix`` asks the same (this function is
+    registered with it, and called once per class a call)."""
     try:
         return _PLAIN_MODELS[cls]
     except (KeyError, TypeError):
         pass
+    try:
+        found = _reads_as_plain_model(cls)
+    except Exception:  # an odd class: read anew every turn, which is always right
+        found = False
+    with contextlib.suppress(TypeError):  # a class that takes no weak reference: asked anew
+        _PLAIN_MODELS[cls] = found
+    return found
+
+
+def _reads_as_plain_model(cls: type) -> bool:
+    if getattr(cls, "__pydantic_fields__", None) is None or issubclass(cls, Mapping):
+        return False
+    from pydantic import BaseModel  # installed: the class is a pydantic model
+
     decorators = getattr(cls, "__pydantic_decorators__", None)
     config = getattr(cls, "model_config", None)
-    found = (
-        getattr(cls, "__pydantic_fields__", None) is not None
+    return (
+        getattr(cls, "model_dump", None) is BaseModel.model_dump
         and not getattr(cls, "__pydantic_computed_fields__", None)
         and not getattr(cls, "__pydantic_root_model__", False)
         and decorators is not None
         and not getattr(decorators, "model_serializers", None)
         and not getattr(decorators, "field_serializers", None)
         and not (isinstance(config, Mapping) and config.get("serialize_by_alias"))
-        and not issubclass(cls, Mapping)
     )
-    with contextlib.suppress(TypeError):  # a class that takes no weak reference: asked anew
-        _PLAIN_MODELS[cls] = found
-    return found
+
+
+register_plain_model(plain_model)
 
 
 def field_columns(messages: Sequence[Any], keys: tuple[str, ...]) -> list[list[Any]] | None:
