@@ -18,9 +18,10 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple, PyType};
 
-/// Most fields a mark holds references for (format detection reads ten, the Chat Completions
-/// count eight); a caller with more keys is compared field by field every time.
-pub(crate) const MARK_KEYS: usize = 10;
+/// Most fields a mark holds references for (the call-id renamer compares up to sixteen,
+/// format detection ten, the Chat Completions count eight); a caller with more keys is
+/// compared field by field every time.
+pub(crate) const MARK_KEYS: usize = 16;
 
 /// Message `i`'s state when its fields last matched the saved references by identity.
 #[derive(Clone, Copy, Default, PartialEq, Eq)]

@@ -317,3 +317,42 @@ def test_a_message_replaced_by_an_equal_copy_and_then_edited_sends_the_edit() ->
     history[1]["reasoning_content"] = None
     guard.send(_send(sent), history, max_tokens=1_000)
     assert sent[-1].messages[1]["reasoning_content"] is None
+
+
+def test_a_shorter_list_then_the_whole_one_again_sends_every_message() -> None:
+    # After a side call on the first turns (or an undo), the renamer compared the next list
+    # with an older one than its last: three messages went missing, then an IndexError
+    history: list[Any] = [{"role": "user", "content": "go"}]
+    history += chat_round("call_0", "a") + chat_round("call_0", "b")
+    guard, sent = ContextGuard("gpt-4o", window=64_000), []
+    guard.send(_send(sent), history)
+    history += [{"role": "user", "content": "more"}, *chat_round("call_0", "c")]
+    guard.send(_send(sent), history)
+    guard.send(_send(sent), history[:5])
+    history.append({"role": "user", "content": "next"})
+    guard.send(_send(sent), history)
+    assert len(sent[-1].messages) == len(history) == 9
+    history += chat_round("call_0", "d")
+    guard.send(_send(sent), history)
+    assert ids(sent[-1].messages, "openai_chat")[-2:] == ["call_0_4", "call_0_4"]
+
+
+def test_messages_kept_are_the_callers_and_renamed_copies_follow_their_fields() -> None:
+    # A message replaced by an equal copy was sent as the renamer's old object (an edit of it
+    # was lost), and a renamed item's status edit was never sent
+    history: list[Any] = [
+        {"role": "assistant", "content": "ok", "reasoning_details": [{"type": "reasoning.text"}]},
+        *responses_round("call_0", "a"),
+        *responses_round("call_0", "b"),
+    ]
+    history[3]["status"] = "in_progress"
+    guard, sent = ContextGuard("gpt-4o", window=64_000, format="openai_responses"), []
+    guard.send(_send(sent), history)
+    history[0] = copy.deepcopy(history[0])
+    guard.send(_send(sent), history)
+    history[0].pop("reasoning_details")
+    history[3]["status"] = "completed"
+    guard.send(_send(sent), history)
+    assert sent[-1].messages[0] is history[0]
+    assert sent[-1].messages[3]["call_id"] == "call_0_2"
+    assert sent[-1].messages[3]["status"] == "completed"

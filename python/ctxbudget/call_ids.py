@@ -38,15 +38,16 @@ Renames = dict[str, str]
 
 #: The fields a renamed copy carries that a caller may replace, per format: what the list's
 #: unchanged-prefix check compares (a field outside them, replaced, needs ``invalidate``; at
-#: most ten, which the core's check skips for a dict not changed since it last matched).
+#: most sixteen, which the core's check skips for a dict not changed since it last matched).
 _COPIED: dict[str, tuple[str, ...]] = {
     "openai_chat": (
         "content", "tool_calls", "role", "tool_call_id", "name", "reasoning_content",
-        "reasoning", "refusal", "function_call", "audio",
+        "reasoning", "reasoning_details", "thinking_blocks", "refusal", "function_call",
+        "audio", "annotations",
     ),
     "openai_responses": (
         "content", "output", "call_id", "type", "role", "name", "id", "arguments", "input",
-        "summary",
+        "summary", "status", "action", "operation", "encrypted_content", "namespace",
     ),
     "anthropic": ("content", "role"),
     "gemini": ("parts", "role"),
@@ -241,14 +242,22 @@ class CallIdRenamer:
             self.invalidate()
             raise scan_error(messages, fmt, exc) from exc
         if not plan.renames:
-            self._made, self._out = {}, None
+            self._made, self._out, self._seen, self._seen_refs = {}, None, [], []
             return messages
-        kept = self._kept(fmt, messages) if plan is before and self._out is not None else 0
-        out = [*self._out[:kept], *messages[kept:]] if kept and self._out else list(messages)
+        last = self._out if plan is before else None
+        if last is None:  # read from the start: no copy is kept
+            self._seen, self._seen_refs = [], []
+        kept = min(self._kept(fmt, messages), len(last or ()))
+        # the caller's own objects, but for the renamed ones: the last copies while their
+        # originals are unchanged, new ones after
+        out = list(messages)
         made = self._made if kept else {}
         for i, renames in plan.renames.items():
-            if i >= kept:
-                out[i] = self._copy(fmt, messages[i], renames, made)
+            out[i] = (
+                last[i]
+                if last is not None and i < kept
+                else self._copy(fmt, messages[i], renames, made)
+            )
         self._made, self._out = made, out
         return out
 
