@@ -15,16 +15,18 @@ from ctxbudget.call_ids import unique_call_ids
 from ctxbudget.turns import pairing_events, resolve_ids, scan
 
 
-def chat_round(cid: str, output: str) -> list[dict[str, Any]]:
+def chat_round(cid: str, output: str, reasoning: str | None = None) -> list[dict[str, Any]]:
+    """A call and its result; with ``reasoning``, the call carries it (``reasoning_content``,
+    as DeepSeek's and vLLM's replies do)."""
     fn = {"name": "ls", "arguments": "{}"}
-    return [
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [{"id": cid, "type": "function", "function": fn}],
-        },
-        {"role": "tool", "tool_call_id": cid, "content": output},
-    ]
+    call: dict[str, Any] = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": cid, "type": "function", "function": fn}],
+    }
+    if reasoning is not None:
+        call["reasoning_content"] = reasoning
+    return [call, {"role": "tool", "tool_call_id": cid, "content": output}]
 
 
 def responses_round(cid: str, output: str) -> list[dict[str, Any]]:
@@ -273,18 +275,10 @@ def test_a_renamed_message_follows_the_callers_edits() -> None:
 def test_a_renamed_message_sends_an_edit_of_a_field_the_scan_does_not_read() -> None:
     # The copies of the unchanged prefix were reused whole: reasoning sent back (DeepSeek
     # refuses it) after the caller cleared it, 28,000 characters
-    def reply(thought: str) -> dict[str, Any]:
-        fn = {"name": "bash", "arguments": '{"cmd": "ls"}'}
-        calls = [{"id": "call_0", "type": "function", "function": fn}]
-        return {"role": "assistant", "content": None, "reasoning_content": thought,
-                "tool_calls": calls}  # fmt: skip
-
     history: list[Any] = [
         {"role": "user", "content": "go"},
-        reply("first"),
-        {"role": "tool", "tool_call_id": "call_0", "content": "a"},
-        reply("second " * 4_000),
-        {"role": "tool", "tool_call_id": "call_0", "content": "b"},
+        *chat_round("call_0", "a", reasoning="first"),
+        *chat_round("call_0", "b", reasoning="second " * 4_000),
     ]
     guard, sent = ContextGuard("deepseek-reasoner", window=64_000), []
     guard.send(_send(sent), history, max_tokens=1_000)
@@ -297,18 +291,10 @@ def test_a_renamed_message_sends_an_edit_of_a_field_the_scan_does_not_read() -> 
 def test_a_message_replaced_by_an_equal_copy_and_then_edited_sends_the_edit() -> None:
     # The list's copies were kept for an equal message, and later edits of the caller's new
     # object (a field the scan does not read) were never sent
-    def reply(thought: str) -> dict[str, Any]:
-        fn = {"name": "bash", "arguments": '{"cmd": "ls"}'}
-        calls = [{"id": "call_0", "type": "function", "function": fn}]
-        return {"role": "assistant", "content": None, "reasoning_content": thought,
-                "tool_calls": calls}  # fmt: skip
-
     history: list[Any] = [
         {"role": "user", "content": "go"},
-        reply("first " * 4_000),
-        {"role": "tool", "tool_call_id": "call_0", "content": "a"},
-        reply("second"),
-        {"role": "tool", "tool_call_id": "call_0", "content": "b"},
+        *chat_round("call_0", "a", reasoning="first " * 4_000),
+        *chat_round("call_0", "b", reasoning="second"),
     ]
     guard, sent = ContextGuard("deepseek-reasoner", window=64_000), []
     guard.send(_send(sent), history, max_tokens=1_000)
