@@ -45,8 +45,6 @@ from ctxbudget.turns import MessageInfo, ScanCache, scan_error
 
 __all__ = ["MOVED_NOTE", "ResultPlacement", "place_results"]
 
-#: The formats whose providers want results right after their calls.
-PLACED_FORMATS = ("openai_chat", "openai_responses", "anthropic", "gemini")
 #: The formats whose results each are a message (or item) of their own.
 _WHOLE = ("openai_chat", "openai_responses")
 #: The text of the user message that ends a request whose last results moved back before
@@ -183,8 +181,6 @@ class ResultPlacement:
     def apply(self, fmt: str, messages: list[Any]) -> list[Any]:
         """``messages`` with each result where its provider wants it; ``messages`` itself
         when every result is there already."""
-        if fmt not in PLACED_FORMATS:
-            return messages
         scans = self._scans.get(fmt)
         if scans is None:
             scans = self._scans[fmt] = ScanCache(fmt)
