@@ -747,6 +747,81 @@ def test_a_second_result_stubbed_in_a_message_stays_stubbed() -> None:
     assert overflowing_turns <= 2  # the turn each result first overflows, not after
 
 
+@pytest.mark.parametrize("text_first", [False, True])
+def test_a_result_stubbed_beside_a_lost_call_s_stays_stubbed(text_first: bool) -> None:
+    """Anthropic: the message that holds a result the estimate under-counts also gets the
+    result added for a lost call of the same turn (a copy the pruner makes each turn, its
+    results first). The result stubbed to recover from the overflow stays stubbed on the
+    next turns, and nothing else is stubbed: a note written before the result too."""
+    window = 40_000
+    dump = "".join(f"{i:08x}" for i in range(7_000))
+    attempts: list[int] = []
+
+    def send(request: GuardedRequest) -> dict[str, Any]:
+        count = request.estimate.raw.total + sum(
+            int(0.8 * estimate_tokens(dump))
+            for m in request.messages
+            if isinstance(m.get("content"), list)
+            for block in m["content"]
+            if block.get("type") == "tool_result" and block.get("content") == dump
+        )
+        attempts.append(request.attempt)
+        if count + 1_000 > window:
+            raise RuntimeError(f"prompt is too long: {count} tokens > {window} maximum")
+        return {"usage": {"input_tokens": count}}
+
+    budget = ContextWindowBudget(window, reserved_output=1_000, margin=0)
+    config = PruneConfig(threshold=10**9, min_turns=1000, turn_floor_fraction=None)
+    guard = ContextGuard(
+        "gpt-4o", budget=budget, prune=config, calibration=False, format="anthropic"
+    )
+    use = [{"type": "tool_use", "id": i, "name": "hexdump", "input": {}} for i in ("a", "x")]
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": "Audit the dump."},
+        {"role": "assistant", "content": use},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": dump}]},
+        {"role": "assistant", "content": "Read it."},  # the conversation went on without x
+        {"role": "user", "content": "Go on."},
+    ]
+    note = {"type": "text", "text": "The dump of the primary node."}
+    if text_first:
+        history[2] = {"role": "user", "content": [note, *history[2]["content"]]}
+    guard.send(send, history)
+    assert attempts == [1, 2]
+    for _ in range(3):
+        history = [
+            *history,
+            {"role": "assistant", "content": "Noted."},
+            {"role": "user", "content": "Go on."},
+        ]
+        attempts.clear()
+        sent = guard.send(send, history).request.messages
+        assert attempts == [1]
+        assert "x" in str(sent[2]) and dump not in str(sent[2])
+        assert note["text"] in str(sent[2]) or not text_first
+
+
+def test_a_stub_in_a_copy_is_kept_against_the_same_result_of_its_message() -> None:
+    """Where a copy of the pruner holds a message's results at other places than the message
+    (its blocks moved), a stub made in the copy is kept against the same result of the
+    message, not the block at the copy's place (which would stub the user's note)."""
+    from ctxbudget.guard import _Call
+
+    note = {"type": "text", "text": "note"}
+    result = {"type": "tool_result", "tool_use_id": "a", "content": "out"}
+    added = {"type": "tool_result", "tool_use_id": "x", "content": "lost"}
+    message = {"role": "user", "content": [note, result]}
+    copied = {"role": "user", "content": [result, added, note]}
+    call = _Call([message], None, None, None, False, [], "anthropic")
+    call.pruned_from.append(([copied], None, [message]))
+
+    assert call.stands_for(copied, 0) == (message, 1)  # result a
+    assert call.stands_for(copied, 1) == (copied, 1)  # the added result: the copy's own
+    assert call.stands_for(message, 1) == (message, 1)
+    other = {"role": "user", "content": [result]}
+    assert call.stands_for(other, 0) == (other, 0)  # not in the view
+
+
 def test_the_output_a_provider_counts_by_default_is_kept() -> None:
     """'N + 8192 > 16384' for requests with no max_tokens: later turns keep 8192 free
     instead of overflowing and lowering max_tokens every turn."""

@@ -115,14 +115,15 @@ def test_a_retry_with_the_content_refused_is_not_sent() -> None:
     assert len(sent) == 1
 
 
-def _abandoned_run(fmt: str) -> list[dict[str, Any]]:
-    """A run that failed after its tool ran (no reply after the result), then a new request."""
+def _abandoned_run(fmt: str, lost: bool = False) -> list[dict[str, Any]]:
+    """A run that failed after its tool ran (no reply after the result), then a new request;
+    with ``lost``, the run's second call (``c2``) has no result at all."""
     big = "line of output\n" * 1_200
     if fmt == "anthropic":
-        call = {"type": "tool_use", "id": "c1", "name": "read", "input": {}}
+        calls = [{"type": "tool_use", "id": f"c{k}", "name": "read", "input": {}} for k in (1, 2)]
         return [
             {"role": "user", "content": "go"},
-            {"role": "assistant", "content": [call]},
+            {"role": "assistant", "content": calls[: 1 + lost]},
             {
                 "role": "user",
                 "content": [
@@ -131,21 +132,58 @@ def _abandoned_run(fmt: str) -> list[dict[str, Any]]:
                 ],
             },
         ]
-    call = {"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{}"}}
+    if fmt == "gemini":
+        parts = [{"function_call": {"id": f"c{k}", "name": "read", "args": {}}} for k in (1, 2)]
+        response = {"id": "c1", "name": "read", "response": {"output": big}}
+        return [
+            {"role": "user", "parts": [{"text": "go"}]},
+            {"role": "model", "parts": parts[: 1 + lost]},
+            {"role": "user", "parts": [{"function_response": response}, {"text": "try again"}]},
+        ]
+    calls = [
+        {"id": f"c{k}", "type": "function", "function": {"name": "read", "arguments": "{}"}}
+        for k in (1, 2)
+    ]
     return [
         {"role": "user", "content": "go"},
-        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "assistant", "content": None, "tool_calls": calls[: 1 + lost]},
         {"role": "tool", "tool_call_id": "c1", "content": big},
         {"role": "user", "content": "try again"},
     ]
 
 
-@pytest.mark.parametrize("fmt", ["openai_chat", "anthropic"])
-def test_a_result_stubbed_at_the_run_start_stays_stubbed(fmt: str) -> None:
+def _next_turn(fmt: str, n: int) -> list[dict[str, Any]]:
+    """A reply of the model and the user's next message."""
+    if fmt == "gemini":
+        return [
+            {"role": "model", "parts": [{"text": f"done {n}"}]},
+            {"role": "user", "parts": [{"text": f"next {n}"}]},
+        ]
+    return [
+        {"role": "assistant", "content": f"done {n}"},
+        {"role": "user", "content": f"next {n}"},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("fmt", "lost"),
+    [
+        ("openai_chat", False),
+        ("anthropic", False),
+        ("gemini", False),
+        ("openai_chat", True),
+        ("anthropic", True),
+        ("gemini", True),
+    ],
+)
+def test_a_result_stubbed_at_the_run_start_stays_stubbed(fmt: str, lost: bool) -> None:
     """The run start stubs a result its failed run abandoned (SPEC D4); on the next turn
     it is no longer abandoned, and the whole output came back in the middle of the history
-    (the model had gone on from the stub, and the prompt cache lost that prefix)."""
-    history = _abandoned_run(fmt)
+    (the model had gone on from the stub, and the prompt cache lost that prefix). With a
+    lost call of the same turn, whose added result the pruner puts in the same message
+    (Anthropic, Gemini), the whole output came back on the next turn, and an "old" stub
+    of it replaced the "not read" one on the turn after."""
+    history = _abandoned_run(fmt, lost)
     before = copy.deepcopy(history)
     guard = ContextGuard(MODEL, window=32_000)
 
@@ -155,12 +193,10 @@ def test_a_result_stubbed_at_the_run_start_stays_stubbed(fmt: str) -> None:
     first = guard.send(send, history, run_start=True).request.messages
     views = [first]
     for n in range(2):
-        history += [
-            {"role": "assistant", "content": f"done {n}"},
-            {"role": "user", "content": f"next {n}"},
-        ]
+        history += _next_turn(fmt, n)
         views.append(guard.send(send, history).request.messages)
-    assert "not read" in str(first[2])
+    assert "not read" in str(first[2]) and len(str(first[2])) < 3_000
+    assert ("c2" in str(first[2:4])) is lost  # the lost call's added result
     assert all(view[2] == first[2] for view in views)
     assert views[1][2] is views[2][2]
     assert history[: len(before)] == before

@@ -73,7 +73,7 @@ from ctxbudget.result_placement import ResultPlacement
 from ctxbudget.result_size import ResultSizer
 from ctxbudget.summary_memory import SummaryMemory
 from ctxbudget.summary_prompt import largest_summary
-from ctxbudget.turns import PairingError, ScanCache, resolve_ids
+from ctxbudget.turns import PairingError, ScanCache, resolve_ids, scan_one
 
 __all__ = ["ContextGuard", "GuardResult", "GuardedRequest"]
 
@@ -232,8 +232,36 @@ class _Call:
     #: (kept per call: the guard's lock is released while a request is in flight, and
     #: another call may run).
     made: list[tuple[Any, int, str]] = field(default_factory=list)
+    #: The latest view's pruning: its messages, where each was in the pruner's input
+    #: (:attr:`~ctxbudget.prune.PruneResult.positions`) and that input; see :meth:`stands_for`.
+    pruned_from: list[tuple[list[Any], tuple[int | None, ...] | None, list[Any]]] = field(
+        default_factory=list
+    )
     #: Why compaction failed, if it ran and did: the cause of a budget error that follows.
     compaction_failed: list[BaseException] = field(default_factory=list)
+
+    def stands_for(self, message: Any, slot: int) -> tuple[Any, int]:
+        """The message of the pruner's input that ``message``, a message of the latest
+        view, was made from, and the place there of the result at ``slot`` (``message`` and
+        ``slot`` themselves when it is one of the input's, was added, or the result is not
+        found there). Stubs made in the pruner's copies are kept against it: the next
+        request's pruner input holds it, with them, and the pruner makes its copy of that."""
+        if not self.pruned_from:
+            return message, slot
+        out, positions, source = self.pruned_from[-1]
+        k = next((k for k, m in enumerate(out) if m is message), None)
+        i = k if k is None or positions is None else positions[k]
+        if i is None or source[i] is message:
+            return message, slot
+        # The same result (call id and tool, and which of such) in the input's message: a
+        # copy may have moved its blocks (Anthropic results first, added ones after them).
+        results = scan_one(message, self.fmt).results
+        want = next(((rid, name) for rid, name, at in results if at == slot), None)
+        nth = sum(1 for rid, name, at in results if (rid, name) == want and at < slot)
+        same = [
+            at for rid, name, at in scan_one(source[i], self.fmt).results if (rid, name) == want
+        ]
+        return (source[i], same[nth]) if nth < len(same) else (message, slot)
 
 
 #: The two steps of a call that do I/O, yielded by the flow to its driver:
@@ -771,20 +799,24 @@ class ContextGuard:
             and whether its fresh tail with the largest summary is over the room
             (compaction keeps the tail: it cannot make the request fit then)."""
             call.made.clear()  # the stubs of the view this makes (an earlier view's are gone)
+            # The stubs of accepted requests first: the pruner reads the history as the
+            # model saw it (its own copies, a result it adds for a lost call in the same
+            # message, are then made of the stubbed message, and keep the stub).
+            source = self._sticky.apply(call.fmt, msgs)
             pruned = self._pruner.prune(
-                msgs, system=system, tools=tools, max_tokens=max_tokens, reason=reason,
+                source, system=system, tools=tools, max_tokens=max_tokens, reason=reason,
                 run_start=call.run_start,
             )  # fmt: skip
+            call.pruned_from[:] = [(pruned.messages, pruned.positions, source)]
             # Results a failed run abandoned are stubbed at the run start only (SPEC D4); the
             # model goes on from that view, so later requests keep the stub (the output does
             # not come back, and the history's middle does not change under the prompt cache).
             call.made.extend(
-                (msgs[p.index], p.slot, p.stub) for p in pruned.pruned if p.kind == "interrupted"
+                (source[p.index], p.slot, p.stub) for p in pruned.pruned if p.kind == "interrupted"
             )
             fresh_from = len(pruned.messages) - (len(msgs) - pruned.tail_start)
-            view = self._sticky.apply(call.fmt, pruned.messages)
-            raw = pruned.estimate if view is pruned.messages else None
-            est = self._estimate(view, system, tools, max_tokens, raw)
+            view = pruned.messages
+            est = self._estimate(view, system, tools, max_tokens, pruned.estimate)
             view, est = self._stub_largest(view, est, call, max_tokens, room, fresh_from, reason)
             raw = est.raw
             tail = raw.total - sum(raw.per_message[: max(0, fresh_from)])
@@ -960,7 +992,7 @@ class ContextGuard:
             out, made = self._stub_results(call.fmt, view, need, fresh_from)
             if not made:
                 break
-            call.made.extend(made)
+            call.made.extend((*call.stands_for(m, slot), stub) for m, slot, stub in made)
             n = len(made)
             view, stubbed = out, stubbed + n
             est = self._estimate(view, call.system, call.tools, max_tokens)

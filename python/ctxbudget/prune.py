@@ -221,6 +221,10 @@ class PruneResult:
         event: The event emitted, or ``None`` when no new stub was made (a :class:`Pruner`
             re-applying the stubs of its previous call emits nothing: the view, and the
             provider's prompt cache, did not change).
+        positions: Where each of :attr:`messages` was in the input, ``None`` for a message
+            added (a result for a lost call in a message of its own); ``None`` when no
+            message was added: the view is the input's messages, index for index (some of
+            them stubbed copies).
     """
 
     messages: list[Any]
@@ -231,6 +235,7 @@ class PruneResult:
     tail_start: int
     estimate: RequestEstimate
     event: ContextEvent | None = None
+    positions: tuple[int | None, ...] | None = None
 
     @property
     def changed(self) -> bool:
@@ -684,8 +689,11 @@ class Pruner:
         self._lost, self._inserted, self._index = lost, made_now, index
         after = self._view_est.estimate(out, system=system, tools=tools, max_tokens=max_tokens)
         fits = self.budget.fits(after, max_tokens=max_tokens)
+        where = tuple(positions) if insert else None
         if not changed:
-            return PruneResult(out, tuple(pruned), before.total, after.total, fits, tail, after)
+            return PruneResult(
+                out, tuple(pruned), before.total, after.total, fits, tail, after, None, where
+            )
         event = ContextEvent(
             action="prune",
             reason=reason,
@@ -698,7 +706,9 @@ class Pruner:
             interrupted=sum(1 for p in pruned if p.kind != "old"),
         )
         emit(event, self.on_event)
-        return PruneResult(out, tuple(pruned), before.total, after.total, fits, tail, after, event)
+        return PruneResult(
+            out, tuple(pruned), before.total, after.total, fits, tail, after, event, where
+        )
 
     def _placed_results(
         self,
