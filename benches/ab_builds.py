@@ -10,11 +10,15 @@ holds. Build the other revision's extension module and pass both paths::
         python/ctxbudget/_core.cpython-311-x86_64-linux-gnu.so
     python benches/ab_builds.py A.so B.so --encodings conservative --classes prose,cjk
     python benches/ab_builds.py A.so B.so --small     # microseconds per call, short messages
+    python benches/ab_builds.py A.so B.so --pieces 6000   # each class cut in 6,000-char texts
 
 Per class of the eval split (as ``benches/speed.py`` builds them, as they are unless ``--mb``
 repeats them; ``--corpus DIR`` for any DIR/<class>/*.txt): MB/s of ``estimate_tokens`` from
 ``str`` for A and for B, median of ``--repeat`` alternated calls timed by the thread's CPU
-time, the ratio B/A and both counts (the same unless the builds' tables differ).
+time, the ratio B/A and both counts (the same unless the builds' tables differ). With
+``--pieces N``, each class's text is cut into texts of N characters (its first 40), each
+estimated in a call of its own, as an agent estimates tool outputs of a few KB one by one:
+the counts are then their sums.
 """
 
 from __future__ import annotations
@@ -64,18 +68,28 @@ def throughput(a: ModuleType, b: ModuleType, args: argparse.Namespace) -> None:
         text = texts[cls]
         while len(text.encode()) < args.mb * 1e6:
             text += text
-        size = len(text.encode())
+        step = args.pieces or len(text) or 1
+        pieces = [text[i : i + step] for i in range(0, len(text), step)][:MAX_PIECES]
+        size = sum(len(p.encode()) for p in pieces)
         for enc in args.encodings.split(","):
             ta, tb = alternate(
-                (partial(a.estimate_tokens, text, enc), partial(b.estimate_tokens, text, enc)),
-                args.repeat,
+                (partial(each, a, pieces, enc), partial(each, b, pieces, enc)), args.repeat
             )
-            counts = a.estimate_tokens(text, enc), b.estimate_tokens(text, enc)
+            counts = each(a, pieces, enc), each(b, pieces, enc)
             print(
                 f"{cls + '/' + enc:28s} {size / ta / 1e6:8.1f} {size / tb / 1e6:8.1f} "
                 f"{ta / tb:5.2f}x  {counts[0]}, {counts[1]}",
                 flush=True,
             )
+
+
+#: Texts of a class taken with ``--pieces``.
+MAX_PIECES = 40
+
+
+def each(module: ModuleType, texts: list[str], enc: str) -> int:
+    """The sum of the estimates of ``texts``, one call each."""
+    return sum(module.estimate_tokens(text, enc) for text in texts)
 
 
 def many_calls(module: ModuleType, text: str, enc: str, calls: int) -> None:
@@ -114,6 +128,9 @@ def main() -> int:
     )
     ap.add_argument("--repeat", type=int, default=9, help="alternated calls per build")
     ap.add_argument("--small", action="store_true", help="short messages instead of classes")
+    ap.add_argument(
+        "--pieces", type=int, default=0, help="cut each class's text into texts of this many chars"
+    )
     args = ap.parse_args()
     a, b = load(args.a), load(args.b)
     if args.small:

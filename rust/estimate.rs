@@ -450,11 +450,21 @@ const LONG_PIECE: usize = 16;
 /// 600-message cold estimate went from 3.17 to 2.97 ms.
 const WARM_MIN_LEN: usize = 128 * 1024;
 
-/// Slots of a [`Memo`].
+/// Most slots of a [`Memo`].
 const MEMO_SLOTS: usize = 1 << 12;
+/// Fewest slots of a [`Memo`].
+const MEMO_MIN_SLOTS: usize = 1 << 8;
 /// Texts shorter than this are estimated without a [`Memo`]: setting one up would cost more
-/// than it saves.
-const MEMO_MIN_LEN: usize = 16 * 1024;
+/// than it saves. A tool output of a few KB repeats its words too (test names, paths, keys):
+/// with a memo sized to it, the eval split's classes cut into texts of 1,100 and 6,000
+/// characters were estimated 0.94-1.29x and 0.99-1.84x as fast as without one (most classes
+/// 1.1-1.3x; hex and repetitive text, whose pieces seldom repeat or are one token, as fast;
+/// `benches/ab_builds.py --pieces N`, against the limit of 16 KB it replaced), texts of 600
+/// bytes 0.95-1.27x: not worth it there.
+const MEMO_MIN_LEN: usize = 1024;
+/// Bytes of text a [`Memo`] has a slot for, between [`MEMO_MIN_SLOTS`] and [`MEMO_SLOTS`]
+/// (which texts of 16 KB and more have).
+const MEMO_BYTES_PER_SLOT: usize = 4;
 
 /// Costs of the pieces of one text that are not one token, by piece hash. A long text repeats
 /// its words, and splitting such a piece is the dearest step of an estimate; the cost is a
@@ -474,16 +484,29 @@ impl std::fmt::Debug for Memo {
 }
 
 impl Memo {
+    /// Slots of a memo for a text of `len` bytes: a small text's is smaller (it has fewer
+    /// pieces to remember, and zeroing the slots is part of its cost).
+    fn slots_for(len: usize) -> usize {
+        (len / MEMO_BYTES_PER_SLOT)
+            .next_power_of_two()
+            .clamp(MEMO_MIN_SLOTS, MEMO_SLOTS)
+    }
+
     /// A memo for a text of `len` bytes, if it is long enough to pay off.
     fn for_text(len: usize) -> Option<Memo> {
         (len >= MEMO_MIN_LEN).then(|| Memo {
-            slots: vec![(0, 0); MEMO_SLOTS],
+            slots: vec![(0, 0); Memo::slots_for(len)],
         })
     }
 
-    /// `memo`, set up first when there is none and a text of `len` bytes pays for one.
+    /// `memo`, set up first when there is none, or a larger one when it has fewer slots than
+    /// a text of `len` bytes would have, if that text pays for one.
     fn keep(memo: &mut Option<Memo>, len: usize) -> Option<&mut Memo> {
-        if memo.is_none() {
+        if len >= MEMO_MIN_LEN
+            && memo
+                .as_ref()
+                .is_none_or(|m| m.slots.len() < Memo::slots_for(len))
+        {
             *memo = Memo::for_text(len);
         }
         memo.as_mut()
@@ -493,7 +516,7 @@ impl Memo {
     #[inline(always)]
     fn get_or(&mut self, hash: u64, cost: impl FnOnce() -> u64) -> u64 {
         // Bits the vocabulary filter does not use for its block or bit choice.
-        let index = (hash >> 36) as usize & (MEMO_SLOTS - 1);
+        let index = (hash >> 36) as usize & (self.slots.len() - 1);
         // A slot holds the cost plus one: zero is an empty slot, whatever the hash.
         match self.slots.get_mut(index) {
             Some(slot) if slot.0 == hash && slot.1 != 0 => slot.1 - 1,
@@ -1081,6 +1104,43 @@ mod tests {
             });
         }
         assert_eq!(calls, 0);
+    }
+
+    #[test]
+    fn memos_of_every_size_give_what_no_memo_does() {
+        let slots = |memo: Option<&mut Memo>| memo.map(|m| m.slots.len());
+        assert_eq!(slots(Memo::for_text(MEMO_MIN_LEN - 1).as_mut()), None);
+        assert_eq!(
+            slots(Memo::for_text(MEMO_MIN_LEN).as_mut()),
+            Some(MEMO_MIN_SLOTS)
+        );
+        assert_eq!(slots(Memo::for_text(16 * 1024).as_mut()), Some(MEMO_SLOTS));
+        assert_eq!(slots(Memo::for_text(1 << 30).as_mut()), Some(MEMO_SLOTS));
+        // A kept memo grows for a longer text (an estimator fed a short chunk first), and
+        // never shrinks.
+        let mut memo = None;
+        assert_eq!(slots(Memo::keep(&mut memo, 100)), None);
+        assert_eq!(slots(Memo::keep(&mut memo, 2048)), Some(512));
+        assert_eq!(slots(Memo::keep(&mut memo, 1 << 20)), Some(MEMO_SLOTS));
+        assert_eq!(slots(Memo::keep(&mut memo, 100)), Some(MEMO_SLOTS));
+        // The smallest memo, whose slots many pieces share, counts what no memo does.
+        let texts = test_texts(0x0BAD_5EED_2026_1203, 200, 400, 5_000);
+        for e in [
+            Encoding::Cl100k,
+            Encoding::O200k,
+            Encoding::Llama3,
+            Encoding::Qwen3,
+        ] {
+            let m = model(e).unwrap();
+            for text in &texts {
+                let mut small = Memo::for_text(MEMO_MIN_LEN);
+                assert_eq!(
+                    units(text, &m, small.as_mut()),
+                    units(text, &m, None),
+                    "{e:?}"
+                );
+            }
+        }
     }
 
     #[test]
