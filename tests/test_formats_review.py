@@ -19,6 +19,23 @@ from ctxbudget.messages import MessageFormatError, convert_messages
 # --------------------------------------------------------------------------- Gemini responses
 
 
+@pytest.mark.parametrize("source", ["openai_chat", "anthropic", "openai_responses"])
+def test_a_tool_result_of_several_texts_keeps_them_apart_in_gemini(source: str) -> None:
+    """A tool result of two text blocks, written as Gemini's one function response: they were
+    joined end to end ("exit code 1stderr: disk full")."""
+    parts = [{"type": "text", "text": "exit code 1"}, {"type": "text", "text": "stderr: disk full"}]
+    call = {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+    chat = [
+        {"role": "user", "content": "run it"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": parts},
+    ]
+    history = convert_messages(chat, source).messages
+    gemini = convert_messages(history, "gemini").messages
+    response = gemini[-1]["parts"][0]["function_response"]["response"]
+    assert response == {"result": "exit code 1\nstderr: disk full"}
+
+
 def _gemini_tool_turn(response: dict[str, Any]) -> list[Any]:
     return [
         genai_types.Content(role="user", parts=[genai_types.Part(text="Read config.json")]),

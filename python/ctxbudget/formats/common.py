@@ -517,7 +517,10 @@ def _as_b64(data: str | bytes) -> str:
 
 
 def _parts_text(parts: Iterable[Part]) -> str:
-    return "".join(p.text for p in parts if p.kind == "text")
+    """The text parts of a tool result as one text (Gemini's function response holds one):
+    a line each, as LangChain joins them (joined end to end, ``exit code 1`` and
+    ``stderr: disk full`` read ``exit code 1stderr: disk full``)."""
+    return "\n".join(p.text for p in parts if p.kind == "text")
 
 
 def _is_genai_object(obj: object) -> bool:
