@@ -568,3 +568,11 @@ def test_a_small_budget_shows_part_of_a_line_of_wide_characters() -> None:
     cjk = "中文字符的测试文本" * 40 + "\n"
     result = truncate_output(cjk, max_tokens=60, encoding="o200k", spill=False)
     assert result.truncated and "characters omitted" in result.text, result.text
+
+
+def test_max_tokens_may_be_given_by_position() -> None:
+    """``truncate_output(text, max_tokens, spill=...)`` as SPEC C3 writes it (it was keyword
+    only: a TypeError)."""
+    by_position = truncate_output(TEXT, 300, spill=False)
+    assert by_position.truncated
+    assert by_position == truncate_output(TEXT, max_tokens=300, spill=False)

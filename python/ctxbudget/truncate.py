@@ -84,8 +84,8 @@ class TruncatedResult:
 
 def truncate_output(
     text: str,
-    *,
     max_tokens: int,
+    *,
     encoding: str | None = None,
     model: str | None = None,
     spill: _spill.SpillStore | Literal[False] | None = None,
