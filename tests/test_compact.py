@@ -308,6 +308,11 @@ def test_events_and_reason(caplog: pytest.LogCaptureFixture) -> None:
     assert event.tokens_before == result.tokens_before and event.tokens_after == result.tokens_after
     assert event.summarized == result.summarized and event.kept == result.kept
     assert event.attempts == 1 and event.summary_tokens > 0
+    # The breakdown after it (SPEC G4), which adds up to its tokens.
+    parts = event.components
+    assert parts is not None and len(parts.messages) == event.messages_after
+    assert parts.system + parts.conversation + parts.tools + parts.framing == event.tokens_after
+    assert f"conversation {parts.conversation:,}" in str(event)
     assert "compact (overflow)" in caplog.text
     with pytest.raises(ValueError, match="reason"):
         compact(long_chat(), short_summary, window=16_000, reason="later")

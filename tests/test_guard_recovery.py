@@ -928,6 +928,7 @@ def test_an_output_lowered_once_is_lowered_on_the_next_turns() -> None:
         assert attempt == 1 and 8_000 <= out < 16_000 and n + out <= 128_000
         assert [(e.action, e.reason) for e in result.events] == [("lower_output", "proactive")]
         assert result.request.max_tokens == out and result.events[0].max_tokens_after == out
+        assert result.events[0].components == result.request.estimate.raw.components
     assert summarize.calls == 0
     # An input that leaves less than half the output asked for is compacted.
     history += [{"role": "user", "content": blob(400, "paste")}]

@@ -542,6 +542,8 @@ def test_pruner_reuses_stub_objects_and_emits_only_on_change(
     with caplog.at_level(logging.INFO, logger="ctxbudget.prune"):
         first = pruner.prune(msgs)
     assert len(events) == 1 and events[0].stubbed == 6 and events[0].reason == "proactive"
+    assert events[0].components is not None  # the view's breakdown (SPEC G4)
+    assert events[0].components.messages == first.estimate.per_message
     assert any(getattr(r, "ctxbudget_event", None) is events[0] for r in caplog.records)
     again = pruner.prune([*msgs, {"role": "assistant", "content": "Checking."}], reason="retry")
     assert len(events) == 1  # same stubs: no event, the view did not change

@@ -729,6 +729,7 @@ class _Compaction:
             dropped=self._omitted(),
             attempts=self.attempts,
             summary_tokens=summary_tokens,
+            components=after.components,
         )
         emit(event, self.on_event)
         return CompactResult(

@@ -14,7 +14,10 @@ import inspect
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from ctxbudget.request import RequestComponents
 
 __all__ = ["Action", "ContextEvent", "EventCallback", "Reason", "emit"]
 
@@ -60,6 +63,9 @@ class ContextEvent:
             (:attr:`~ctxbudget.overflow.OverflowInfo.rule`; set by the guard).
         max_tokens_before: The output asked for before (lower_output).
         max_tokens_after: The output asked for now (lower_output).
+        components: The request's breakdown after it (system, conversation, tools,
+            framing and each message's count: :class:`~ctxbudget.request.RequestComponents`,
+            uncalibrated as the token counts are), where the action made one.
     """
 
     action: Action
@@ -80,6 +86,7 @@ class ContextEvent:
     rule: str | None = None
     max_tokens_before: int | None = None
     max_tokens_after: int | None = None
+    components: RequestComponents | None = None
 
     def __str__(self) -> str:
         head = (
@@ -97,6 +104,12 @@ class ContextEvent:
                 f" summary_tokens={self.summary_tokens}"
             )
         rule = f" [rule={self.rule}]" if self.rule is not None else ""
+        parts = self.components
+        if parts is not None:
+            tail += (
+                f" (system {parts.system:,}, tools {parts.tools:,}, conversation"
+                f" {parts.conversation:,}, framing {parts.framing:,})"
+            )
         return f"{head}{tail}, fits={self.fits}{rule}"
 
 

@@ -720,6 +720,7 @@ class ContextGuard:
             action="lower_output", reason="overflow", tokens_before=request.estimate.raw.total,
             tokens_after=request.estimate.raw.total, messages_before=n, messages_after=n, fits=True,
             rule=info.rule, max_tokens_before=asked, max_tokens_after=room,
+            components=request.estimate.raw.components,
         )  # fmt: skip
         emit(event, self._event)
         return replace(request, max_tokens=room, attempt=2, reason="overflow")
@@ -907,7 +908,7 @@ class ContextGuard:
         event = ContextEvent(
             action="lower_output", reason=reason, tokens_before=raw, tokens_after=raw,
             messages_before=n, messages_after=n, fits=True, max_tokens_before=sent,
-            max_tokens_after=cap,
+            max_tokens_after=cap, components=est.raw.components,
         )  # fmt: skip
         emit(event, self._event)
         return cap
@@ -1049,7 +1050,7 @@ class ContextGuard:
             event = ContextEvent(
                 action="prune", reason=reason, tokens_before=before, tokens_after=est.raw.total,
                 messages_before=messages_before, messages_after=len(view),
-                fits=room.over(est) <= 0, stubbed=stubbed,
+                fits=room.over(est) <= 0, stubbed=stubbed, components=est.raw.components,
             )  # fmt: skip
             emit(event, self._event)
         return view, est

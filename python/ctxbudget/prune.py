@@ -704,6 +704,7 @@ class Pruner:
             fits=fits,
             stubbed=len(pruned),
             interrupted=sum(1 for p in pruned if p.kind != "old"),
+            components=after.components,
         )
         emit(event, self.on_event)
         return PruneResult(
