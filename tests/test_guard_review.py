@@ -200,3 +200,45 @@ def test_a_result_stubbed_at_the_run_start_stays_stubbed(fmt: str, lost: bool) -
     assert all(view[2] == first[2] for view in views)
     assert views[1][2] is views[2][2]
     assert history[: len(before)] == before
+
+
+def test_an_old_output_stubbed_at_a_run_start_stays_stubbed() -> None:
+    """The run start stubs an abandoned 30k-token output ("not read") and, the history not
+    fitting before, an old output the model had read ("old"). On the next turn the pruner
+    reads the abandoned output stubbed, the history fits, and the old output came back whole
+    in the middle of the history (a view the model never had; the prompt cache broke there)."""
+    from ctxbudget import ContextWindowBudget
+
+    old = "".join(f"O line {i}: some log output value={i * 7919 % 1000}\n" for i in range(190))
+    big = "".join(f"A line {i}: some log output value={i * 7919 % 1000}\n" for i in range(2_300))
+
+    def call(cid: str) -> dict[str, Any]:
+        fn = {"name": "cat", "arguments": "{}"}
+        return {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": cid, "type": "function", "function": fn}],
+        }
+
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": "Audit."},
+        call("o"),
+        {"role": "tool", "tool_call_id": "o", "content": old},
+        {"role": "assistant", "content": "O says the service is up."},
+        {"role": "user", "content": "Now read the big log."},
+        call("a"),
+        {"role": "tool", "tool_call_id": "a", "content": big},
+    ]
+    budget = ContextWindowBudget(30_000, reserved_output=1_000, margin=0)
+    guard = ContextGuard(MODEL, budget=budget, calibration=False)
+
+    def send(request: GuardedRequest) -> dict[str, Any]:
+        return {"usage": {"input_tokens": request.input_tokens}}
+
+    first = guard.send(send, history, run_start=True).request.messages
+    assert "not read" in first[6]["content"] and first[2]["content"] != old
+    for n in range(3):
+        history = [*history, {"role": "assistant", "content": f"done {n}"}]
+        history.append({"role": "user", "content": f"next {n}"})
+        view = guard.send(send, history).request.messages
+        assert view[: len(first)] == first

@@ -62,7 +62,7 @@ from ctxbudget.formats.common import as_mapping, message_list
 from ctxbudget.formats.detect import SeenFits, pick_format
 from ctxbudget.formats.openai_responses import is_item_reference
 from ctxbudget.largest import StickyStubs, StubCandidates, stub_largest
-from ctxbudget.limits import INPUT_CAP_RULES, LoweredOutput, Room, StatedLimit, least_output
+from ctxbudget.limits import INPUT_CAP_RULES, Room, StatedLimit, least_output
 from ctxbudget.messages import refuse_langchain
 from ctxbudget.models import _canonical
 from ctxbudget.overflow import OverflowInfo, classify_overflow
@@ -239,8 +239,6 @@ class _Call:
     )
     #: Why compaction failed, if it ran and did: the cause of a budget error that follows.
     compaction_failed: list[BaseException] = field(default_factory=list)
-    #: The lowered output of this call's retry (SPEC F5), kept once the provider takes it.
-    lowered: list[LoweredOutput] = field(default_factory=list)
 
     def stands_for(self, message: Any, slot: int) -> tuple[Any, int]:
         """The message of the pruner's input that ``message``, a message of the latest
@@ -390,8 +388,6 @@ class ContextGuard:
         self._ratio = self.tracker.cold_factor if self.tracker is not None else 1.0
         # A limit the provider stated in an overflow error (None: the caller's budget rules).
         self._limit: StatedLimit | None = None
-        # An output the provider took lowered (SPEC F5): the next requests budgeted for it.
-        self._lowered: LoweredOutput | None = None
         self._memory = SummaryMemory()
         self._ids = CallIdRenamer()
         self._placement = ResultPlacement()
@@ -453,7 +449,6 @@ class ContextGuard:
                 "conversation": self._conversation,
                 "ratio": self._ratio,
                 "limit": self._limit,
-                "lowered": self._lowered,
                 "ceiling": self._ceiling,
                 "input_ceiling": self._input_ceiling,
                 "memory": copy.copy(self._memory),
@@ -466,7 +461,6 @@ class ContextGuard:
         self._conversation = state["conversation"]
         self._ratio, self._limit = state["ratio"], state["limit"]
         self._ceiling = state.get("ceiling")
-        self._lowered = state.get("lowered")
         self._input_ceiling = state.get("input_ceiling")
         self._memory, self._sticky = state["memory"], state["sticky"]
 
@@ -626,8 +620,6 @@ class ContextGuard:
                     second, model=self.model, reason="still too long after one recovery"
                 ) from again
             request = retry
-            if call.lowered:  # the retry with the output lowered was taken
-                self._lowered = call.lowered[-1]
         self._sticky.remember(call.fmt, call.made)
         recorded = self._observe(request, response)
         return GuardResult(response, request, tuple(events), overflow, recorded)
@@ -647,10 +639,8 @@ class ContextGuard:
         self._note_limit(info, request, call.max_tokens)
         if measured is None:
             self._note_refused(call.fmt, request, info)
-        lowered = self._lower_output(request, info, call.max_tokens)
+        lowered = self._lower_output(request, info)
         if lowered is not None:
-            if call.max_tokens is not None and info.limit_tokens is not None:
-                call.lowered.append(LoweredOutput(info.limit_tokens))
             return lowered
         if measured is None:
             # The estimate was too low by an unknown amount: ask for a clearly smaller request.
@@ -690,16 +680,12 @@ class ContextGuard:
         )  # fmt: skip
         return replace(retry, attempt=2)
 
-    def _lower_output(
-        self, request: GuardedRequest, info: OverflowInfo, caller_max_tokens: int | None
-    ) -> GuardedRequest | None:
+    def _lower_output(self, request: GuardedRequest, info: OverflowInfo) -> GuardedRequest | None:
         """The request with a smaller ``max_tokens`` when only the output reserve overflowed,
         the provider stated the input exactly and the window, and what is left is at least
         :func:`~ctxbudget.limits.least_output` (half the output asked for, at most a quarter
         of the window), and fits the window by our estimate too (SPEC F5: the
-        reserve itself is what is lowered, so the budget's reserve rule does not apply). The
-        output asked for is the caller's ``max_tokens`` (a request sent with a cap already
-        lowered is lowered from what the caller asked)."""
+        reserve itself is what is lowered, so the budget's reserve rule does not apply)."""
         if info.input_fits is not True or not info.exact:
             return None  # vLLM's "at least N input tokens" is where it stopped counting
         if info.input_tokens is None or info.limit_tokens is None:
@@ -711,9 +697,7 @@ class ContextGuard:
             self._budget(request.max_tokens).window - request.input_tokens,
         )
         asked = request.max_tokens if request.max_tokens is not None else info.output_tokens
-        if asked is None or room >= asked:
-            return None
-        if room < least_output(max(asked, caller_max_tokens or 0), info.limit_tokens):
+        if asked is None or room >= asked or room < least_output(asked, info.limit_tokens):
             return None  # too little left to answer in: make the input smaller instead
         n = len(request.messages)
         event = ContextEvent(
@@ -774,13 +758,6 @@ class ContextGuard:
 
     def _lift_limit(self, request: GuardedRequest, reported: int | None) -> None:
         """Forget the provider's stated limit once it accepted more than it allowed."""
-        lowered = self._lowered
-        if (
-            reported is not None
-            and lowered is not None
-            and reported + (request.max_tokens or 0) > lowered.window
-        ):
-            self._lowered = None  # the provider's window is larger than it said
         stated = self._limit
         if reported is None or stated is None:
             return
@@ -791,10 +768,9 @@ class ContextGuard:
     def _budget(self, max_tokens: int | None) -> ContextWindowBudget:
         """The budget a request with ``max_tokens`` is checked against: the caller's, or the
         one the provider's stated limit called for."""
-        budget = self.budget if self._limit is None else self._limit.budget(self.budget, max_tokens)
-        if self._lowered is not None and max_tokens is not None:
-            return self._lowered.budget(budget, max_tokens)
-        return budget
+        if self._limit is None:
+            return self.budget
+        return self._limit.budget(self.budget, max_tokens)
 
     def _available(self, max_tokens: int | None) -> int:
         """Input tokens a request may have."""
@@ -836,9 +812,12 @@ class ContextGuard:
             # Results a failed run abandoned are stubbed at the run start only (SPEC D4); the
             # model goes on from that view, so later requests keep the stub (the output does
             # not come back, and the history's middle does not change under the prompt cache).
-            # So are old outputs stubbed to recover from an overflow: the provider counts them
+            # So are the old outputs stubbed with them (decided on a history with the
+            # abandoned outputs whole, which the next turn no longer reads: the old ones came
+            # back), and those stubbed to recover from an overflow: the provider counts them
             # more than the estimate does, and sent whole they would be refused again.
-            kept = ("interrupted", "old") if reason == "overflow" else ("interrupted",)
+            old_kept = reason == "overflow" or call.run_start
+            kept = ("interrupted", "old") if old_kept else ("interrupted",)
             call.made.extend(
                 (source[p.index], p.slot, p.stub) for p in pruned.pruned if p.kind in kept
             )
@@ -868,7 +847,6 @@ class ContextGuard:
         self._check_pairing(call.fmt, view)
         self._ratio = est.total / max(1, est.raw.total)
         sent = max_tokens if max_tokens is not None else self._default_cap(est)
-        sent = self._lowered_cap(view, est, sent, reason)
         request = GuardedRequest(
             view, system, tools, sent, est, 1, reason, self._default_output(max_tokens)
         )
@@ -891,27 +869,6 @@ class ContextGuard:
             add_note(exc, f"compaction was tried and failed: {failure}")
             raise exc from failure.__cause__ or failure
         return request
-
-    def _lowered_cap(
-        self, view: list[Any], est: CalibratedEstimate, sent: int | None, reason: Reason
-    ) -> int | None:
-        """``sent``, or the cap what the window leaves beside this input when the provider
-        took such a request's output lowered before (:class:`~ctxbudget.limits.LoweredOutput`),
-        with an event saying so."""
-        lowered = self._lowered
-        if lowered is None or sent is None or not lowered.applies(sent):
-            return sent
-        cap = lowered.cap(sent, est.total, -(-est.total // _CAP_HEADROOM))
-        if cap >= sent:
-            return sent
-        n, raw = len(view), est.raw.total
-        event = ContextEvent(
-            action="lower_output", reason=reason, tokens_before=raw, tokens_after=raw,
-            messages_before=n, messages_after=n, fits=True, max_tokens_before=sent,
-            max_tokens_after=cap, components=est.raw.components,
-        )  # fmt: skip
-        emit(event, self._event)
-        return cap
 
     def _default_cap(self, est: CalibratedEstimate) -> int | None:
         """The output cap to send when the caller gave none: none, unless the provider said

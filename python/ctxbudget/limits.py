@@ -15,7 +15,7 @@ from ctxbudget import overflow_rules as rules
 from ctxbudget.budget import ContextWindowBudget
 from ctxbudget.calibration import CalibratedEstimate
 
-__all__ = ["INPUT_CAP_RULES", "LoweredOutput", "Room", "StatedLimit", "least_output"]
+__all__ = ["INPUT_CAP_RULES", "Room", "StatedLimit", "least_output"]
 
 #: (re-exported: rules whose stated limit is the input's alone)
 INPUT_CAP_RULES = rules.INPUT_CAP_RULES
@@ -67,62 +67,6 @@ class StatedLimit:
             max_reserve_fraction=base.max_reserve_fraction, max_output=base.max_output,
             default_output=base.default_output, model=base.model,
         )  # fmt: skip
-
-
-@dataclass(frozen=True, slots=True)
-class LoweredOutput:
-    """The provider took a request whose ``max_tokens`` the guard lowered to fit its window
-    (SPEC F5: the input fit, input + output did not). The next requests of the conversation
-    have nearly the same input, which calibration now anchors on the provider's count: a
-    request with a ``max_tokens`` is budgeted for that output lowered as far as
-    :func:`least_output` (its input may take the window but that), with no margin, and sent
-    with the cap its input leaves, instead of being refused by the budget's reserve, or
-    compacted, on every turn after.
-
-    Attributes:
-        window: The provider's stated limit, input + output.
-    """
-
-    window: int
-
-    def applies(self, max_tokens: int | None) -> bool:
-        """Whether a request asking for ``max_tokens`` is budgeted this way (one that asks
-        for none is sent with no cap: nothing to lower)."""
-        return max_tokens is not None
-
-    def least(self, asked: int) -> int:
-        """The smallest cap a request asking for ``asked`` is sent with."""
-        return least_output(asked, self.window)
-
-    def budget(self, base: ContextWindowBudget, asked: int) -> ContextWindowBudget:
-        """``base`` for a request asking for ``asked``: the input up to the window but
-        :meth:`least`."""
-        return _LoweredBudget(min(base.window, self.window), self.least(asked), base)
-
-    def cap(self, asked: int, input_tokens: int, headroom: int) -> int:
-        """The ``max_tokens`` to send for ``asked`` beside ``input_tokens`` (calibrated): what
-        the window leaves less ``headroom`` for the estimate's error, at most ``asked`` and at
-        least :meth:`least`."""
-        return max(self.least(asked), min(asked, self.window - input_tokens - headroom))
-
-
-class _LoweredBudget(ContextWindowBudget):
-    """A budget whose reserve is ``least`` whatever output a request asks for (its cap is
-    lowered to what the input leaves: :meth:`LoweredOutput.cap`), with no margin; the input
-    cap of ``base`` holds."""
-
-    __slots__ = ()
-
-    def __init__(self, window: int, least: int, base: ContextWindowBudget) -> None:
-        super().__init__(
-            window, least, margin=0, max_reserve_fraction=None, max_output=base.max_output,
-            max_input=base.max_input, default_output=base.default_output, model=base.model,
-        )  # fmt: skip
-
-    def reserve(self, max_tokens: int | None = None) -> int:
-        """The fixed reserve (``max_tokens`` is checked, not used)."""
-        super().reserve(max_tokens)  # a negative one is refused as anywhere
-        return super().reserve(None)
 
 
 def least_output(asked: int, limit: int) -> int:
