@@ -1125,12 +1125,7 @@ mod tests {
         assert_eq!(slots(Memo::keep(&mut memo, 100)), Some(MEMO_SLOTS));
         // The smallest memo, whose slots many pieces share, counts what no memo does.
         let texts = test_texts(0x0BAD_5EED_2026_1203, 200, 400, 5_000);
-        for e in [
-            Encoding::Cl100k,
-            Encoding::O200k,
-            Encoding::Llama3,
-            Encoding::Qwen3,
-        ] {
+        for e in FITTED {
             let m = model(e).unwrap();
             for text in &texts {
                 let mut small = Memo::for_text(MEMO_MIN_LEN);
@@ -1146,12 +1141,7 @@ mod tests {
     #[test]
     fn windows_cost_what_each_piece_costs_in_turn() {
         let texts = test_texts(0x5851_F42D_4C95_7F2D, 300, 97, 20_000);
-        for e in [
-            Encoding::Cl100k,
-            Encoding::O200k,
-            Encoding::Llama3,
-            Encoding::Qwen3,
-        ] {
+        for e in FITTED {
             let m = model(e).unwrap();
             for text in &texts {
                 let (mut a, mut b) = (Memo::for_text(1 << 20), Memo::for_text(1 << 20));

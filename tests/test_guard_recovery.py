@@ -741,6 +741,15 @@ def test_an_old_output_pruned_to_recover_stays_stubbed(calibration: bool) -> Non
     assert refused_turns <= 1
 
 
+def _anthropic_guard(window: int) -> ContextGuard:
+    """An Anthropic guard that prunes only what does not fit, uncalibrated."""
+    budget = ContextWindowBudget(window, reserved_output=1_000, margin=0)
+    config = PruneConfig(threshold=10**9, min_turns=1000, turn_floor_fraction=None)
+    return ContextGuard(
+        "gpt-4o", budget=budget, prune=config, calibration=False, format="anthropic"
+    )
+
+
 def test_a_second_result_stubbed_in_a_message_stays_stubbed() -> None:
     """Anthropic: one user message holds two results the estimate under-counts; the first
     is stubbed on one turn, the second on a later one: neither is sent whole again."""
@@ -763,11 +772,7 @@ def test_a_second_result_stubbed_in_a_message_stays_stubbed() -> None:
             raise RuntimeError(f"prompt is too long: {count} tokens > {window} maximum")
         return {"usage": {"input_tokens": count}}
 
-    budget = ContextWindowBudget(window, reserved_output=1_000, margin=0)
-    config = PruneConfig(threshold=10**9, min_turns=1000, turn_floor_fraction=None)
-    guard = ContextGuard(
-        "gpt-4o", budget=budget, prune=config, calibration=False, format="anthropic"
-    )
+    guard = _anthropic_guard(window)
     use = [{"type": "tool_use", "id": i, "name": "hexdump", "input": {}} for i in ("a", "b")]
     results = [
         {"type": "tool_result", "tool_use_id": "a", "content": a},
@@ -815,11 +820,7 @@ def test_a_result_stubbed_beside_a_lost_call_s_stays_stubbed(text_first: bool) -
             raise RuntimeError(f"prompt is too long: {count} tokens > {window} maximum")
         return {"usage": {"input_tokens": count}}
 
-    budget = ContextWindowBudget(window, reserved_output=1_000, margin=0)
-    config = PruneConfig(threshold=10**9, min_turns=1000, turn_floor_fraction=None)
-    guard = ContextGuard(
-        "gpt-4o", budget=budget, prune=config, calibration=False, format="anthropic"
-    )
+    guard = _anthropic_guard(window)
     use = [{"type": "tool_use", "id": i, "name": "hexdump", "input": {}} for i in ("a", "x")]
     history: list[dict[str, Any]] = [
         {"role": "user", "content": "Audit the dump."},
