@@ -7,6 +7,7 @@ provider's own wording, or answers with a usage report.
 from __future__ import annotations
 
 import copy
+import json
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -1148,3 +1149,78 @@ def test_a_message_fixed_in_place_after_a_refused_send_is_read_for_its_format_ag
     fresh = ContextGuard("gpt-4o", window=100_000).send(lambda request: None, msgs)
     assert _block_ids(fresh.request.messages) == ["t1", "t1", "t1_2", "t1_2"]
     assert _block_ids(again) == _block_ids(fresh.request.messages)
+
+
+@pytest.mark.parametrize("fmt", ["anthropic", "gemini"])
+@pytest.mark.parametrize("from_storage", [False, True])
+def test_a_stubbed_result_stays_stubbed_when_its_message_s_blocks_are_rebuilt(
+    fmt: str, from_storage: bool
+) -> None:
+    """The agent rebuilds the block list of the message holding a result stubbed to recover
+    each turn (prompt-caching code moving ``cache_control`` to the latest blocks): the result
+    is the same, the list a new one. The stub was dropped and every later turn refused once;
+    the rebuilt blocks (their ``cache_control``) are what is sent. The same with the whole
+    history loaded anew from storage each turn."""
+    window = 40_000
+    dump = "".join(f"{i:08x}" for i in range(7_000))
+    attempts: list[int] = []
+    field = "content" if fmt == "anthropic" else "parts"
+
+    def whole_dumps(request: GuardedRequest) -> int:
+        return sum(1 for m in request.messages for b in m[field] if dump in str(b))
+
+    def send(request: GuardedRequest) -> dict[str, Any]:
+        count = request.estimate.raw.total + whole_dumps(request) * int(0.8 * estimate_tokens(dump))
+        attempts.append(request.attempt)
+        if count + 1_000 > window:
+            raise RuntimeError(f"prompt is too long: {count} tokens > {window} maximum")
+        return {"usage": {"input_tokens": count}}
+
+    budget = ContextWindowBudget(window, reserved_output=1_000, margin=0)
+    config = PruneConfig(threshold=10**9, min_turns=1000, turn_floor_fraction=None)
+    guard = ContextGuard("gpt-4o", budget=budget, prune=config, calibration=False, format=fmt)
+    if fmt == "anthropic":
+        use = {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "a", "name": "hexdump", "input": {}}],
+        }
+        results = [
+            {"type": "tool_result", "tool_use_id": "a", "content": dump},
+            {"type": "text", "text": "The dump of the primary node."},
+        ]
+        turn = [{"role": "assistant", "content": "Noted."}, {"role": "user", "content": "Go on."}]
+    else:
+        use = {
+            "role": "model",
+            "parts": [{"function_call": {"id": "a", "name": "hexdump", "args": {}}}],
+        }
+        response = {"id": "a", "name": "hexdump", "response": {"output": dump}}
+        results = [{"function_response": response}, {"text": "The dump of the primary node."}]
+        turn = [
+            {"role": "model", "parts": [{"text": "Noted."}]},
+            {"role": "user", "parts": [{"text": "Go on."}]},
+        ]
+    history: list[dict[str, Any]] = [
+        {"role": "user", field: [{"text": "Audit the dump."}] if fmt == "gemini" else "Audit."},
+        use,
+        {"role": "user", field: results},
+    ]
+    guard.send(send, history)
+    assert attempts == [1, 2]
+    for n in range(4):
+        history = [*history, *copy.deepcopy(turn)]
+        if from_storage:
+            history = json.loads(json.dumps(history))
+        rebuilt = [dict(b) for b in history[2][field]]  # equal blocks, a new list
+        if fmt == "anthropic":
+            for b in rebuilt:
+                b.pop("cache_control", None)
+            rebuilt[n % 2]["cache_control"] = {"type": "ephemeral"}
+        history[2][field] = rebuilt
+        attempts.clear()
+        sent = guard.send(send, history).request.messages
+        assert attempts == [1]
+        assert whole_dumps(guard.send(send, history).request) == 0
+        if fmt == "anthropic":
+            assert [("cache_control" in b) for b in sent[2]["content"]] == [n % 2 == 0, n % 2 == 1]
+        assert "The dump of the primary node." in str(sent[2])

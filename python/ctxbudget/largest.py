@@ -9,7 +9,7 @@ read the data in parts, so the model can carry on; the caller's messages are nev
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,9 +18,13 @@ from ctxbudget.result_size import ResultSizer
 from ctxbudget.selection import select_largest
 from ctxbudget.stubs import in_history_type, is_stub, replace_results, results_ref, stub_text
 from ctxbudget.tokens import estimate_tokens
-from ctxbudget.turns import MessageInfo, check_pairing, resolve_ids
+from ctxbudget.turns import MessageInfo, as_mapping, check_pairing, resolve_ids, scan_one
 
 __all__ = ["StickyStubs", "StubCandidates", "stub_largest"]
+
+#: What :class:`StickyStubs` keeps of a message: the message, its results field, slot -> stub,
+#: the stubbed copy, slot -> the result there when it was stubbed.
+_Kept = tuple[Any, Any, dict[int, str], Any, dict[int, tuple[Any, ...]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,12 +166,13 @@ class StickyStubs:
 
     def __init__(self, *, drop_media: bool = True) -> None:
         self.drop_media = drop_media  # as the stubs were made (PruneConfig.prune_media)
-        # id(message) -> (message, its results field, slot -> stub, the stubbed message)
-        self._by_id: dict[int, tuple[Any, Any, dict[int, str], Any]] = {}
+        # id(message) -> what is kept of it (_Kept)
+        self._by_id: dict[int, _Kept] = {}
         # id(stubbed message) -> the message it stands for (a later stub in the same
         # message is recorded against the stubbed copy the view held)
         self._origin: dict[int, tuple[Any, Any]] = {}
         self._at: dict[int, int] = {}  # id(message) -> where it was in the last view
+        self._view: Sequence[Any] = ()  # the last view given to apply
         # (message, slot -> stub, where it was in the last view) of a copy, an unpickled
         # state or a history loaded anew, not yet found in a view
         self._loose: list[tuple[Any, dict[int, str], int | None]] = []
@@ -185,12 +190,17 @@ class StickyStubs:
             new = replace_results(fmt, original, slots, drop_media=self.drop_media)
             stubbed = in_history_type([new], [original])[0]
             ref = results_ref(fmt, original)
-            self._by_id[id(original)] = (original, ref, slots, stubbed)
+            self._by_id[id(original)] = (original, ref, slots, stubbed, _results(fmt, original))
             self._origin[id(stubbed)] = (stubbed, original)
+            if id(original) not in self._at:  # (where a history loaded anew has it next)
+                at = next((i for i, v in enumerate(self._view) if v is original), None)
+                if at is not None:
+                    self._at[id(original)] = at
 
     def apply(self, fmt: str, view: list[Any]) -> list[Any]:
         """``view`` with the remembered stubs in place (``view`` itself when none apply);
         forgets those whose message left or changed."""
+        self._view = view
         if self._loose:
             self._bind(fmt, view)
         if not self._by_id:
@@ -203,16 +213,30 @@ class StickyStubs:
             self._bind(fmt, view)
             found = self._find(view)
         out = list(view)
-        kept: dict[int, tuple[Any, Any, dict[int, str], Any]] = {}
+        kept: dict[int, _Kept] = {}
         for key, i in found.items():
             hit = self._by_id[key]
-            if hit[1] is results_ref(fmt, view[i]):
-                out[i] = hit[3]
-                kept[key] = hit
+            now = hit if hit[1] is results_ref(fmt, view[i]) else self._renewed(fmt, hit)
+            if now is not None:
+                out[i] = now[3]
+                kept[key] = now
         self._by_id = kept
         self._origin = {id(v[3]): (v[3], v[0]) for v in kept.values()}
         self._at = {key: found[key] for key in kept}
         return in_history_type(out, view) if kept else view
+
+    def _renewed(self, fmt: str, hit: _Kept) -> _Kept | None:
+        """The stubs of a message whose results field holds a new object: kept, its stubbed
+        copy made again from what the field holds now, when the results it had are all there
+        unchanged (a block list rebuilt each turn, as code moving ``cache_control`` does);
+        ``None`` when one of them changed (sent as it is now)."""
+        original, _, slots, _, results = hit
+        now = _results(fmt, original)
+        if not all(s in now and s in results and _equal(now[s], results[s]) for s in slots):
+            return None
+        new = replace_results(fmt, original, slots, drop_media=self.drop_media)
+        stubbed = in_history_type([new], [original])[0]
+        return original, results_ref(fmt, original), slots, stubbed, now
 
     def invalidate(self, message: Any = None) -> None:
         """After ``message`` (every message, when it is None) was edited in place: its stubs
@@ -238,27 +262,36 @@ class StickyStubs:
 
     def _loosened(self, key: int) -> tuple[Any, dict[int, str], int | None]:
         """The loose form of the stubs kept for the message ``key``."""
-        original, _, slots, _ = self._by_id[key]
+        original, _, slots, _, _ = self._by_id[key]
         return original, dict(slots), self._at.get(key)
 
     def _bind(self, fmt: str, view: list[Any]) -> None:
         """Remember the loose stubs again for the messages of ``view`` they stand for."""
         loose, self._loose = self._loose, []
-        present = {id(m) for m in view}
+        present = {id(m): i for i, m in enumerate(view)}
         for original, slots, at in loose:
             # the same object when it is still there (an equal one before it is another
-            # message: the same output twice), else an equal one not bound yet: the one where
-            # it was, else the first. (Ids tell: ``original`` is alive, held here.)
-            found = original if id(original) in present else None
-            if found is None and at is not None and at < len(view):
+            # message: the same output twice), else one not bound yet: the one where it was
+            # when it holds the same results there (its other blocks may differ: code moving
+            # ``cache_control``), else the first equal one. (Ids tell: ``original`` is alive,
+            # held here.)
+            i = present.get(id(original))
+            if i is None and at is not None and at < len(view):
                 there = view[at]
-                found = there if id(there) not in self._by_id and _equal(there, original) else None
-            if found is None:
-                found = next(
-                    (m for m in view if id(m) not in self._by_id and _equal(m, original)), None
+                same = id(there) not in self._by_id and _same_results(fmt, there, original, slots)
+                i = at if same else None
+            if i is None:
+                i = next(
+                    (
+                        k
+                        for k, m in enumerate(view)
+                        if id(m) not in self._by_id and _equal(m, original)
+                    ),
+                    None,
                 )
-            if found is not None:
-                self.remember(fmt, [(found, slot, stub) for slot, stub in slots.items()])
+            if i is not None:
+                self._at[id(view[i])] = i
+                self.remember(fmt, [(view[i], slot, stub) for slot, stub in slots.items()])
 
     def _find(self, view: list[Any]) -> dict[int, int]:
         """id -> index in ``view`` of the remembered messages it holds: where they were
@@ -277,6 +310,37 @@ class StickyStubs:
             for i, m in enumerate(view)
             if id(m) in self._by_id and self._by_id[id(m)][0] is m
         }
+
+
+def _results(fmt: str, message: Any) -> dict[int, tuple[Any, ...]]:
+    """slot -> what tells each tool result of ``message`` from another: its call id and the
+    fields holding its output (the objects themselves: compared, not copied); empty when the
+    message cannot be read."""
+    try:
+        info = scan_one(message, fmt)
+        m = as_mapping(message)
+        if fmt == "openai_chat":
+            return {slot: (cid, m.get("content")) for cid, _, slot in info.results}
+        if fmt == "openai_responses":
+            return {slot: (cid, m.get("type"), m.get("output")) for cid, _, slot in info.results}
+        out: dict[int, tuple[Any, ...]] = {}
+        for cid, tool, slot in info.results:
+            if fmt == "anthropic":
+                block = as_mapping(m["content"][slot])
+                out[slot] = (cid, block.get("content"), block.get("is_error"))
+            else:
+                part = as_mapping(m["parts"][slot])
+                fr = part.get("function_response") or part.get("functionResponse") or {}
+                out[slot] = (cid, tool, fr.get("response"), fr.get("parts"))
+        return out
+    except Exception:
+        return {}
+
+
+def _same_results(fmt: str, a: Any, b: Any, slots: Iterable[int]) -> bool:
+    """Whether messages ``a`` and ``b`` hold the same tool results at ``slots``."""
+    ours, theirs = _results(fmt, a), _results(fmt, b)
+    return all(s in ours and s in theirs and _equal(ours[s], theirs[s]) for s in slots)
 
 
 def _equal(a: Any, b: Any) -> bool:
