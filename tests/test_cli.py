@@ -455,10 +455,10 @@ def test_demo_refuses_a_window_too_small_for_it(
 def test_demo_that_cannot_fit_says_so_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     from ctxbudget.demo import print_demo
 
-    assert print_demo(3_000) == 1
+    assert print_demo(2_000) == 1  # the 2,000 tokens of output the demo asks for fill it
     err = capsys.readouterr().err
     assert err.startswith("ctxbudget demo: ") and err.count("\n") == 1
-    assert "3,000" in err and "--window" in err
+    assert "2,000-token window" in err and "--window" in err
 
 
 @pytest.mark.parametrize(

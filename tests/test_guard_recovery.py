@@ -1224,3 +1224,122 @@ def test_a_stubbed_result_stays_stubbed_when_its_message_s_blocks_are_rebuilt(
         if fmt == "anthropic":
             assert [("cache_control" in b) for b in sent[2]["content"]] == [n % 2 == 0, n % 2 == 1]
         assert "The dump of the primary node." in str(sent[2])
+
+
+def openai_counting(window: int, skew: float, seen: list[tuple[int, int, int]]) -> Any:
+    """A provider counting ``skew`` x the guard's raw estimate and refusing input + output
+    over ``window`` with OpenAI's wording (both parts stated); records (attempt, its input
+    count, max_tokens) of each request."""
+
+    def send(request: GuardedRequest) -> dict[str, Any]:
+        n, out = int(request.estimate.raw.total * skew), request.max_tokens or 0
+        seen.append((request.attempt, n, out))
+        if n + out > window:
+            raise RuntimeError(
+                f"This model's maximum context length is {window} tokens. However, you"
+                f" requested {n + out} tokens ({n} in the messages, {out} in the completion)."
+                " Please reduce the length of the messages or completion."
+            )
+        return {"usage": {"prompt_tokens": n}}
+
+    return send
+
+
+def long_chat(turns: int) -> list[dict[str, Any]]:
+    """Plain questions and answers: nothing to prune."""
+    history: list[dict[str, Any]] = []
+    for i in range(turns):
+        history += [
+            {"role": "user", "content": f"Q{i}: " + numbered(f"question {i} detail", 280)},
+            {"role": "assistant", "content": f"A{i}: " + numbered(f"answer {i} part", 140)},
+        ]
+    return [*history, {"role": "user", "content": "Next question?"}]
+
+
+def test_after_a_lowered_output_the_next_turns_are_sent_with_one_too() -> None:
+    """The provider counts 27% more than the cold estimate: the first request leaves no room
+    for the 16,000 output asked for, and is retried with less (SPEC F5). The next turns
+    (calibrated now: the input 115k) were refused by the guard's own reserve, 16,000 and
+    the 20,000 margin, with no summarizer to compact: the provider took such a request a
+    turn before. They are sent with the output the window leaves, once each."""
+    window, seen = 128_000, []
+    events: list[Any] = []
+    guard = ContextGuard("gpt-4o", window=window, on_event=events.append)
+    send = openai_counting(window, 1.27, seen)
+    history = long_chat(30)
+    first = guard.send(send, history, max_tokens=16_000)
+    assert seen[0][0::2] == (1, 16_000) and len(seen) == 2
+    assert first.request.max_tokens is not None and first.request.max_tokens < 16_000
+    for n in range(3):
+        history = [
+            *history,
+            {"role": "assistant", "content": f"Sure {n}."},
+            {"role": "user", "content": "And then?"},
+        ]
+        seen.clear()
+        events.clear()
+        result = guard.send(send, history, max_tokens=16_000)
+        ((attempt, count, out),) = seen
+        assert attempt == 1 and out == result.request.max_tokens
+        assert least_output(16_000, window) <= out < 16_000 and count + out <= window
+        assert len(result.request.messages) == len(history)  # nothing compacted, nothing lost
+        (event,) = events
+        assert (event.action, event.reason, event.fits) == ("lower_output", "proactive", True)
+        assert (event.max_tokens_before, event.max_tokens_after) == (16_000, out)
+
+
+@pytest.mark.parametrize("skew", [1.30, 1.36])
+def test_an_output_lowered_before_sending_is_recovered_from_the_output_asked_for(
+    skew: float,
+) -> None:
+    """The provider refuses a request the guard sent with a lowered output (what was added
+    since the last report counts more than its estimate): the retry is lowered by the
+    provider's count, down to half of the 16,000 the caller asked for, not half of the
+    lowered cap; below that (skew 1.36: 7,000 left) the call fails with the reason."""
+    window, seen = 128_000, []
+    guard = ContextGuard("gpt-4o", window=window)
+    counts = [1.27]
+
+    def send(request: GuardedRequest) -> dict[str, Any]:
+        return openai_counting(window, counts[0], seen)(request)
+
+    def next_turn(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [
+            *history,
+            {"role": "assistant", "content": "Sure."},
+            {"role": "user", "content": "Go"},
+        ]
+
+    history = next_turn(long_chat(30))
+    guard.send(send, history, max_tokens=16_000)  # lowered on the retry
+    history = next_turn(history)
+    guard.send(send, history, max_tokens=16_000)  # lowered before sending
+    counts[0] = skew  # the next request counts more than the calibrated estimate
+    history = next_turn(history)
+    seen.clear()
+    if skew > 1.35:
+        with pytest.raises(ContextOverflowError, match="could not make it fit"):
+            guard.send(send, history, max_tokens=16_000)
+        ((_, count, lowered),) = seen
+        assert window - count < least_output(16_000, window) < lowered
+        return
+    result = guard.send(send, history, max_tokens=16_000)
+    (_, count, lowered), (attempt, again, out) = seen
+    assert lowered < 16_000 and count + lowered > window  # sent lowered, refused
+    assert attempt == 2 and again == count and out == window - count
+    assert out >= least_output(16_000, window) and result.request.max_tokens == out
+
+
+def test_no_output_is_lowered_for_an_input_over_the_model_s_input_cap() -> None:
+    """gpt-5 takes at most 272k input of its 400k window: an input of 275k by the anchored
+    estimate is refused before it is sent, however much output the window would leave."""
+    sent: list[GuardedRequest] = []
+    send = gpt5_provider(sent)
+    guard = ContextGuard("gpt-5")
+    history = one_message(250_000)
+    guard.send(send, history, max_tokens=8_000)
+    history = [*history, {"role": "assistant", "content": "ok"}, *one_message(25_000)]
+    sent.clear()
+    with pytest.raises(ContextBudgetError):
+        guard.send(send, history, max_tokens=8_000)
+    assert sent == []

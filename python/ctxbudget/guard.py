@@ -639,15 +639,17 @@ class ContextGuard:
         self._note_limit(info, request, call.max_tokens)
         if measured is None:
             self._note_refused(call.fmt, request, info)
-        lowered = self._lower_output(request, info)
+        lowered = self._lower_output(request, info, call.max_tokens)
         if lowered is not None:
             return lowered
+        # budgeted for the output the caller asked for (not a cap the guard sent in its place)
+        max_tokens = request.max_tokens if call.max_tokens is None else call.max_tokens
         if measured is None:
             # The estimate was too low by an unknown amount: ask for a clearly smaller request.
             room = Room(cap=int(request.input_tokens * _UNKNOWN_COUNT_SHRINK))
         else:
             excess = max(0, measured - request.estimate.raw.total)
-            raw_cap = self._available(request.max_tokens) - excess
+            raw_cap = self._available(max_tokens) - excess
             if raw_cap <= 0:
                 # The provider counts more beyond our estimate than the whole window holds
                 # (a document we cost by a fixed rule, say): no pruning can make room for it.
@@ -659,7 +661,7 @@ class ContextGuard:
                 ) from error
             room = Room(raw_cap=raw_cap)
         try:
-            retry = yield from self._prepare(call, request.max_tokens, "overflow", room)
+            retry = yield from self._prepare(call, max_tokens, "overflow", room)
         except ContextBudgetError as exc:
             failed = ContextOverflowError.from_info(
                 info, model=self.model, reason=f"recovery could not make it fit: {exc}"
@@ -680,7 +682,9 @@ class ContextGuard:
         )  # fmt: skip
         return replace(retry, attempt=2)
 
-    def _lower_output(self, request: GuardedRequest, info: OverflowInfo) -> GuardedRequest | None:
+    def _lower_output(
+        self, request: GuardedRequest, info: OverflowInfo, caller_max_tokens: int | None
+    ) -> GuardedRequest | None:
         """The request with a smaller ``max_tokens`` when only the output reserve overflowed,
         the provider stated the input exactly and the window, and what is left is at least
         :func:`~ctxbudget.limits.least_output` (half the output asked for, at most a quarter
@@ -696,14 +700,16 @@ class ContextGuard:
             info.limit_tokens - info.input_tokens,
             self._budget(request.max_tokens).window - request.input_tokens,
         )
-        asked = request.max_tokens if request.max_tokens is not None else info.output_tokens
+        # the output the caller asked for (the guard may have sent less: _output_cap)
+        candidates = (caller_max_tokens, request.max_tokens, info.output_tokens)
+        asked = next((n for n in candidates if n is not None), None)
         if asked is None or room >= asked or room < least_output(asked, info.limit_tokens):
             return None  # too little left to answer in: make the input smaller instead
         n = len(request.messages)
         event = ContextEvent(
             action="lower_output", reason="overflow", tokens_before=request.estimate.raw.total,
             tokens_after=request.estimate.raw.total, messages_before=n, messages_after=n, fits=True,
-            rule=info.rule, max_tokens_before=asked, max_tokens_after=room,
+            rule=info.rule, max_tokens_before=request.max_tokens or asked, max_tokens_after=room,
             components=request.estimate.raw.components,
         )  # fmt: skip
         emit(event, self._event)
@@ -863,12 +869,52 @@ class ContextGuard:
         except ContextBudgetError as exc:
             if self._takes_smaller_cap(sent, max_tokens):
                 return request  # what the limit leaves is enough to answer in
+            cap = self._output_cap(est, max_tokens, room, reason)
+            if cap is not None:
+                n = len(view)
+                event = ContextEvent(
+                    action="lower_output", reason=reason, tokens_before=est.raw.total,
+                    tokens_after=est.raw.total, messages_before=n, messages_after=n, fits=True,
+                    max_tokens_before=max_tokens, max_tokens_after=cap,
+                    components=est.raw.components,
+                )  # fmt: skip
+                emit(event, self._event)
+                return replace(request, max_tokens=cap)
             if not call.compaction_failed:
                 raise
             failure = call.compaction_failed[-1]
             add_note(exc, f"compaction was tried and failed: {failure}")
             raise exc from failure.__cause__ or failure
         return request
+
+    def _output_cap(
+        self, est: CalibratedEstimate, max_tokens: int | None, room: Room, reason: Reason
+    ) -> int | None:
+        """A smaller ``max_tokens`` for a request whose input fits but not beside the output
+        asked for and the margin, when nothing else made room (no summarizer, nothing left to
+        prune): what the window leaves beside the input, if at least
+        :func:`~ctxbudget.limits.least_output`. Only for an estimate anchored on a count the
+        provider reported, whose error is in what was added since (the margin is for the
+        error of a whole estimate): after the provider took a lowered output (SPEC F5), the
+        next turns are sent as that one was, not refused by the guard's own reserve. A first
+        attempt's only (a recovery lowers by the provider's count), and not under a ceiling
+        a refusal without a count left (those estimates are not trusted)."""
+        if max_tokens is None or not est.anchored or reason != "proactive":
+            return None
+        if self._ceiling is not None or self._input_ceiling is not None:
+            return None
+        if self._limit is not None and self._limit.input_only:
+            return None  # the input is what is over (lowering the output frees nothing)
+        budget = self._budget(max_tokens)
+        # 1 in 100 of the input and a quarter of what was added since the report
+        headroom = -(-est.total // _CAP_HEADROOM) + -(-est.added_tokens // 4)
+        inputs = est.total + headroom
+        if budget.max_input is not None and inputs > budget.max_input:
+            return None  # over the model's input cap
+        if replace(room, base=budget.window).over(est) > 0:
+            return None
+        left = budget.window - inputs
+        return min(left, max_tokens) if left >= least_output(max_tokens, budget.window) else None
 
     def _default_cap(self, est: CalibratedEstimate) -> int | None:
         """The output cap to send when the caller gave none: none, unless the provider said
