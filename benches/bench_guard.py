@@ -14,7 +14,9 @@ the guard's own work, at two windows:
   for it;
 - ``sdk-fits`` / ``sdk-pruned``: the conversation with its assistant messages as the openai
   SDK gives them (``completion.choices[0].message`` appended as it came: pydantic objects,
-  whose fields the caches read from their ``__dict__``).
+  whose fields the caches read from their ``__dict__``);
+- ``gemini-fits`` / ``gemini-pruned``: the conversation as Gemini contents (its tools as
+  function declarations), whose calls pair by position where they have no ids.
 
 Each guard has seen the conversation at 598 and 600 messages (a loop under way, calibrated);
 each timed call sends one message more than the call before (``growing`` in
@@ -34,7 +36,14 @@ import pytest
 from openai.types.chat import ChatCompletionMessage
 
 from benches.bench_request import CONVERSATION, TOOLS, growing
-from ctxbudget import ContextGuard, GuardedRequest, Pruner, RequestEstimator
+from ctxbudget import (
+    ContextGuard,
+    GuardedRequest,
+    Pruner,
+    RequestEstimator,
+    convert_messages,
+    convert_tools,
+)
 
 MODEL = "gpt-4.1"
 #: Timed turns per benchmark.
@@ -46,6 +55,9 @@ LOST = CONVERSATION[:_LOST_AT] + CONVERSATION[_LOST_AT + 1 :]
 SDK = [
     ChatCompletionMessage.model_validate(m) if m["role"] == "assistant" else m for m in CONVERSATION
 ]
+#: The conversation as Gemini contents.
+GEMINI = convert_messages(CONVERSATION, to="gemini").messages
+GEMINI_TOOLS = convert_tools(TOOLS, "gemini")
 #: case -> (window, conversation before the append)
 CASES: dict[str, tuple[int, list[Any]]] = {
     "fits": (1_000_000, CONVERSATION),
@@ -54,6 +66,8 @@ CASES: dict[str, tuple[int, list[Any]]] = {
     "lost-pruned": (128_000, LOST),
     "sdk-fits": (1_000_000, SDK),
     "sdk-pruned": (128_000, SDK),
+    "gemini-fits": (1_000_000, GEMINI),
+    "gemini-pruned": (128_000, GEMINI),
 }
 #: The same texts as plain user/assistant turns: no message tells the format.
 PLAIN = [
@@ -75,14 +89,20 @@ def _guard(window: int, history: list[dict[str, Any]], **kwargs: Any) -> Context
     return guard
 
 
+def _in_format(case: str) -> tuple[str, Any]:
+    """The case's format, and its tools in that format's shape."""
+    return ("gemini", GEMINI_TOOLS) if case.startswith("gemini") else ("openai_chat", TOOLS)
+
+
 @pytest.mark.parametrize("case", list(CASES))
 def test_guard_append(benchmark: Any, case: str) -> None:
     window, history = CASES[case]
-    guard = _guard(window, history, tools=TOOLS)
-    turns = growing(history)
+    fmt, tools = _in_format(case)
+    guard = _guard(window, history, tools=tools)
+    turns = growing(history, fmt)
 
     def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
-        return (send, turns()), {"tools": TOOLS}
+        return (send, turns()), {"tools": tools}
 
     benchmark.group = f"guard-600msg-{case}"
     result = benchmark.pedantic(guard.send, setup=setup, rounds=ROUNDS, iterations=1)
@@ -93,12 +113,13 @@ def test_guard_append(benchmark: Any, case: str) -> None:
 @pytest.mark.parametrize("case", list(CASES))
 def test_pruner_append_baseline(benchmark: Any, case: str) -> None:
     window, history = CASES[case]
+    fmt, tools = _in_format(case)
     pruner = Pruner(window, model=MODEL)
-    pruner.prune(history, tools=TOOLS)
-    turns = growing(history)
+    pruner.prune(history, tools=tools)
+    turns = growing(history, fmt)
 
     def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
-        return (turns(),), {"tools": TOOLS}
+        return (turns(),), {"tools": tools}
 
     benchmark.group = f"guard-600msg-{case}"
     result = benchmark.pedantic(pruner.prune, setup=setup, rounds=ROUNDS, iterations=1)

@@ -121,16 +121,22 @@ CONVERSATION = build_conversation()
 NEXT = {"role": "assistant", "content": "The tests pass now; submitting the patch."}
 
 
-def growing(history: list[dict[str, Any]]) -> Callable[[], list[dict[str, Any]]]:
+def growing(
+    history: list[dict[str, Any]], fmt: str = "openai_chat"
+) -> Callable[[], list[dict[str, Any]]]:
     """Turns of a loop under way: each call returns the list the call before returned, plus
-    one new message (the first call: ``history`` plus one). A benchmark that times one call
-    per turn on these measures what an agent loop pays per turn, with the caches and the
-    garbage collector in the state that loop leaves them in."""
+    one new message (the first call: ``history`` plus one; a model message in Gemini's
+    shape for ``fmt="gemini"``). A benchmark that times one call per turn on these measures
+    what an agent loop pays per turn, with the caches and the garbage collector in the state
+    that loop leaves them in."""
     current = list(history)
 
     def next_turn() -> list[dict[str, Any]]:
         nonlocal current
-        turn = {"role": "assistant", "content": f"Turn {len(current)}: {NEXT['content']}"}
+        text = f"Turn {len(current)}: {NEXT['content']}"
+        turn: dict[str, Any] = {"role": "assistant", "content": text}
+        if fmt == "gemini":
+            turn = {"role": "model", "parts": [{"text": text}]}
         current = [*current, turn]
         return current
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from ctxbudget import validate_pairing
 from ctxbudget.pairing_cache import GrowingPairing
-from ctxbudget.turns import pairing_events, scan
+from ctxbudget.turns import pairing_events, resolve_ids, scan
 
 IDS = ["a", "b", "c", "d", "e", "f"]
 
@@ -162,3 +162,28 @@ def test_an_old_violation_is_not_read_again(monkeypatch: pytest.MonkeyPatch) -> 
         assert reads == history[-2:]
         assert [(v.kind, v.call_id) for v in found] == [("missing_result", "lost")]
         assert found == whole(history)
+
+
+def gemini(message: dict[str, Any]) -> dict[str, Any]:
+    """``message`` (of :data:`message`) in Gemini's shape, its calls and results without ids:
+    paired by position, so every answer depends on the whole list."""
+    if message["role"] == "assistant":
+        calls = [{"function_call": {"name": c["id"], "args": {}}} for c in message["tool_calls"]]
+        return {"role": "model", "parts": calls}
+    if message["role"] == "tool":
+        response = {"name": message["tool_call_id"], "response": {"output": "out"}}
+        return {"role": "user", "parts": [{"function_response": response}]}
+    return {"role": "user", "parts": [{"text": "next"}]}
+
+
+@given(st.lists(message, max_size=14), st.lists(st.integers(0, 14), min_size=1, max_size=6))
+def test_gemini_lists_without_ids_equal_the_whole_list(
+    pool: list[dict[str, Any]], lengths: list[int]
+) -> None:
+    """Gemini lists keep what they read of each message; the ids its id-less calls are given
+    depend on positions, and every answer is still the whole list's."""
+    messages = [gemini(m) for m in pool]
+    checker = GrowingPairing()
+    for n in sorted(lengths) + lengths:
+        expected = validate_pairing(pairing_events(resolve_ids(scan(messages[:n], "gemini"))))
+        assert checker.violations("gemini", messages[:n]) == expected

@@ -10,7 +10,8 @@ answer is the one validating the whole list gives.
 A message is unchanged when it is the same object with the same content fields (as for
 :class:`~ctxbudget.turns.ScanCache`: a ``tool_calls`` or ``content`` list replaced by a new
 one is read again; a nested list edited in place is not). Gemini lists, whose id-less calls
-pair by position, are always read whole.
+pair by position, are always judged whole, from messages read once each (a
+:class:`~ctxbudget.turns.ScanCache`).
 """
 
 from __future__ import annotations
@@ -23,10 +24,10 @@ from ctxbudget.formats.common import field_refs, unreadable_refs
 from ctxbudget.messages import FORMATS
 from ctxbudget.pairing import EventKind, PairingViolation, validate_pairing
 from ctxbudget.turns import (
+    ScanCache,
     content_keys,
     pairing_events,
     resolve_ids,
-    scan,
     scan_error,
     scan_one,
 )
@@ -55,6 +56,7 @@ class GrowingPairing:
         self._versions = DictVersions()  # of _msgs, when their fields last matched _refs
         self._events: dict[str, list[tuple[int, int]]] = {}  # call id -> (position, kind)
         self._found: dict[str, list[PairingViolation]] = {}  # call id -> its violations
+        self._gemini = ScanCache("gemini")  # the messages of Gemini lists, read once each
 
     def violations(self, fmt: str, messages: Sequence[Any]) -> list[PairingViolation]:
         """Every pairing violation of ``messages`` (read in ``fmt``).
@@ -78,7 +80,10 @@ class GrowingPairing:
     def _violations(self, fmt: str, msgs: list[Any]) -> list[PairingViolation]:
         start = self._unchanged(fmt, msgs)
         touched = self._drop_from(start)
-        new = _events(fmt, msgs, start)
+        if fmt == "gemini":  # id-less calls pair by position: the whole list
+            new = pairing_events(resolve_ids(self._gemini.scan(msgs)))
+        else:
+            new = _events(fmt, msgs, start)
         for _, _, cid in new:
             touched.add(cid)
         earlier = sorted(
@@ -91,7 +96,8 @@ class GrowingPairing:
         for pos, kind, cid in new:
             self._events.setdefault(cid, []).append((pos, kind))
         keys = content_keys(fmt)
-        new_refs = [_refs(m, keys) for m in msgs[start:]]
+        # (a Gemini list is read whole each time: what it was made of is not compared)
+        new_refs = [_refs(m, keys) for m in msgs[start:]] if fmt != "gemini" else []
         if len(self._refs) != len(keys):
             self._refs = [[] for _ in keys]
         for j, column in enumerate(self._refs):
@@ -105,13 +111,17 @@ class GrowingPairing:
         """Forget every list read: the next one is read whole."""
         self._fmt, self._msgs, self._refs = None, [], []
         self._versions = DictVersions()
+        self._gemini = ScanCache("gemini")
         self._events.clear()
         self._found.clear()
 
     def _unchanged(self, fmt: str, msgs: list[Any]) -> int:
         """How many leading messages are the ones read last time (0: read them all)."""
         if fmt != self._fmt or fmt == "gemini":
+            gemini = self._gemini if fmt == self._fmt else None
             self._reset()
+            if gemini is not None:
+                self._gemini = gemini  # (what it read is still good)
             return 0
         n = len(self._msgs)
         keys = content_keys(fmt)
@@ -155,8 +165,6 @@ def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
 
 def _events(fmt: str, msgs: list[Any], start: int) -> list[tuple[int, int, str]]:
     """The pairing events of ``msgs[start:]``, at their positions in ``msgs``."""
-    if fmt == "gemini":  # id-less calls pair by position: read the whole list
-        return pairing_events(resolve_ids(scan(msgs, fmt)))
     events: list[tuple[int, int, str]] = []
     for pos in range(start, len(msgs)):
         info = scan_one(msgs[pos], fmt)

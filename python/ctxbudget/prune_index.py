@@ -6,9 +6,10 @@ answered, the prunable tool outputs with their sizes) and the stub messages it m
 the same as the last call's for every message the new list shares with it. A
 :class:`HistoryIndex` holds them by position; :func:`extend_index` reads only the messages
 after the shared prefix, which the :class:`~ctxbudget.turns.ScanCache` establishes (the same
-objects, with the same content fields, in the same places). Any other change (a message
-edited, removed or replaced, a Gemini history whose made-up ids may move) rebuilds the index
-from the whole list; the result is the same either way.
+objects, with the same content fields, in the same places; the ids a Gemini history's
+id-less calls are given depend only on the messages up to theirs, so they stay). Any other
+change (a message edited, removed or replaced) rebuilds the index from the whole list; the
+result is the same either way.
 """
 
 from __future__ import annotations
@@ -81,7 +82,6 @@ def extend_index(
     shared = 0
     if (
         last is not None
-        and fmt != "gemini"  # made-up call ids depend on positions
         and last.scanner is scanner
         and scanner.scans == last.scans + 1
         and scanner.prefix == last.length
