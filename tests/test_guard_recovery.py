@@ -1152,15 +1152,16 @@ def test_a_message_fixed_in_place_after_a_refused_send_is_read_for_its_format_ag
 
 
 @pytest.mark.parametrize("fmt", ["anthropic", "gemini"])
-@pytest.mark.parametrize("from_storage", [False, True])
+@pytest.mark.parametrize("change", ["rebuilt", "rebuilt from storage", "appended in place"])
 def test_a_stubbed_result_stays_stubbed_when_its_message_s_blocks_are_rebuilt(
-    fmt: str, from_storage: bool
+    fmt: str, change: str
 ) -> None:
     """The agent rebuilds the block list of the message holding a result stubbed to recover
     each turn (prompt-caching code moving ``cache_control`` to the latest blocks): the result
     is the same, the list a new one. The stub was dropped and every later turn refused once;
     the rebuilt blocks (their ``cache_control``) are what is sent. The same with the whole
-    history loaded anew from storage each turn."""
+    history loaded anew from storage each turn. A note appended to that list in place (to
+    keep roles alternating) was never sent: the stubbed copy of the list before was."""
     window = 40_000
     dump = "".join(f"{i:08x}" for i in range(7_000))
     attempts: list[int] = []
@@ -1209,19 +1210,27 @@ def test_a_stubbed_result_stays_stubbed_when_its_message_s_blocks_are_rebuilt(
     assert attempts == [1, 2]
     for n in range(4):
         history = [*history, *copy.deepcopy(turn)]
-        if from_storage:
+        if change == "rebuilt from storage":
             history = json.loads(json.dumps(history))
-        rebuilt = [dict(b) for b in history[2][field]]  # equal blocks, a new list
-        if fmt == "anthropic":
-            for b in rebuilt:
-                b.pop("cache_control", None)
-            rebuilt[n % 2]["cache_control"] = {"type": "ephemeral"}
-        history[2][field] = rebuilt
+        if change == "appended in place":
+            note = f"Note {n}."
+            history[2][field].append(
+                {"type": "text", "text": note} if fmt == "anthropic" else {"text": note}
+            )
+        else:
+            rebuilt = [dict(b) for b in history[2][field]]  # equal blocks, a new list
+            if fmt == "anthropic":
+                for b in rebuilt:
+                    b.pop("cache_control", None)
+                rebuilt[n % 2]["cache_control"] = {"type": "ephemeral"}
+            history[2][field] = rebuilt
         attempts.clear()
         sent = guard.send(send, history).request.messages
         assert attempts == [1]
         assert whole_dumps(guard.send(send, history).request) == 0
-        if fmt == "anthropic":
+        if change == "appended in place":
+            assert all(f"Note {k}." in str(sent[2]) for k in range(n + 1))
+        elif fmt == "anthropic":
             assert [("cache_control" in b) for b in sent[2]["content"]] == [n % 2 == 0, n % 2 == 1]
         assert "The dump of the primary node." in str(sent[2])
 
@@ -1256,23 +1265,32 @@ def long_chat(turns: int) -> list[dict[str, Any]]:
     return [*history, {"role": "user", "content": "Next question?"}]
 
 
-def test_after_a_lowered_output_the_next_turns_are_sent_with_one_too() -> None:
+@pytest.mark.parametrize("summarizer", [False, True])
+@pytest.mark.parametrize("tool_output", [False, True])
+def test_after_a_lowered_output_the_next_turns_are_sent_with_one_too(
+    tool_output: bool, summarizer: bool
+) -> None:
     """The provider counts 27% more than the cold estimate: the first request leaves no room
     for the 16,000 output asked for, and is retried with less (SPEC F5). The next turns
     (calibrated now: the input 115k) were refused by the guard's own reserve, 16,000 and
-    the 20,000 margin, with no summarizer to compact: the provider took such a request a
-    turn before. They are sent with the output the window leaves, once each."""
+    the 20,000 margin, with no summarizer; with one, compacted. The provider took such a
+    request a turn before: they are sent whole with the output the window leaves, once
+    each; a turn's fresh tool output is sent whole too (not stubbed to fit the reserve)."""
     window, seen = 128_000, []
     events: list[Any] = []
-    guard = ContextGuard("gpt-4o", window=window, on_event=events.append)
+    summarize = (lambda prompt, max_tokens: "summary") if summarizer else None
+    guard = ContextGuard("gpt-4o", window=window, on_event=events.append, summarize=summarize)
     send = openai_counting(window, 1.27, seen)
     history = long_chat(30)
     first = guard.send(send, history, max_tokens=16_000)
     assert seen[0][0::2] == (1, 16_000) and len(seen) == 2
     assert first.request.max_tokens is not None and first.request.max_tokens < 16_000
+    output = blob(60, "fresh")
     for n in range(3):
+        turn = tool_turn(f"c{n}", output) if tool_output else []
         history = [
             *history,
+            *turn,
             {"role": "assistant", "content": f"Sure {n}."},
             {"role": "user", "content": "And then?"},
         ]
@@ -1282,10 +1300,26 @@ def test_after_a_lowered_output_the_next_turns_are_sent_with_one_too() -> None:
         ((attempt, count, out),) = seen
         assert attempt == 1 and out == result.request.max_tokens
         assert least_output(16_000, window) <= out < 16_000 and count + out <= window
-        assert len(result.request.messages) == len(history)  # nothing compacted, nothing lost
+        assert result.request.messages == history  # nothing compacted, stubbed or lost
         (event,) = events
         assert (event.action, event.reason, event.fits) == ("lower_output", "proactive", True)
         assert (event.max_tokens_before, event.max_tokens_after) == (16_000, out)
+
+
+def test_without_an_overflow_the_budget_s_reserve_holds() -> None:
+    """A provider that never refuses: a request over the caller's budget (input + 16,000 +
+    the 20,000 margin) is not sent with a lowered output, calibrated or not (the output is
+    lowered only after the provider took a lowered one)."""
+    window, seen = 128_000, []
+    guard = ContextGuard("gpt-4o", window=window)
+    send = openai_counting(10**9, 1.0, seen)
+    history = long_chat(30)  # ~89k tokens
+    guard.send(send, history, max_tokens=16_000)
+    history = [*history, {"role": "assistant", "content": "ok"}, *one_message(15_000)]
+    seen.clear()
+    with pytest.raises(ContextBudgetError):
+        guard.send(send, history, max_tokens=16_000)
+    assert seen == []
 
 
 @pytest.mark.parametrize("skew", [1.30, 1.36])

@@ -216,9 +216,9 @@ class GuardResult(Generic[R]):
     usage_recorded: bool
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Call:
-    """One guarded call's inputs, and the events it made."""
+    """One guarded call's inputs, and what it made and learned on the way."""
 
     messages: list[Any]
     system: Any
@@ -239,6 +239,9 @@ class _Call:
     )
     #: Why compaction failed, if it ran and did: the cause of a budget error that follows.
     compaction_failed: list[BaseException] = field(default_factory=list)
+    #: The request goes with less output than asked for (or without the margin), as the
+    #: provider's count allowed (SPEC F5): once taken, the next requests may too.
+    output_lowered: bool = False
 
     def stands_for(self, message: Any, slot: int) -> tuple[Any, int]:
         """The message of the pruner's input that ``message``, a message of the latest
@@ -397,6 +400,9 @@ class ContextGuard:
         self._ceiling: int | None = None
         # The same after overflows of an input cap (the input's alone).
         self._input_ceiling: int | None = None
+        # The provider took a request with a lowered output (SPEC F5), and no request since
+        # fitted the budget as it is: later ones go with a lowered output too (_output_cap).
+        self._output_lowered = False
 
     def invalidate(self, message: Any = None) -> None:
         """Forget what was read of ``message`` (or of every message, when it is None) after
@@ -451,6 +457,7 @@ class ContextGuard:
                 "limit": self._limit,
                 "ceiling": self._ceiling,
                 "input_ceiling": self._input_ceiling,
+                "output_lowered": self._output_lowered,
                 "memory": copy.copy(self._memory),
                 "sticky": copy.copy(self._sticky),
             }
@@ -462,6 +469,7 @@ class ContextGuard:
         self._ratio, self._limit = state["ratio"], state["limit"]
         self._ceiling = state.get("ceiling")
         self._input_ceiling = state.get("input_ceiling")
+        self._output_lowered = state.get("output_lowered", False)
         self._memory, self._sticky = state["memory"], state["sticky"]
 
     def __copy__(self) -> ContextGuard:
@@ -621,6 +629,8 @@ class ContextGuard:
                 ) from again
             request = retry
         self._sticky.remember(call.fmt, call.made)
+        if call.output_lowered:
+            self._output_lowered = True
         recorded = self._observe(request, response)
         return GuardResult(response, request, tuple(events), overflow, recorded)
 
@@ -641,6 +651,7 @@ class ContextGuard:
             self._note_refused(call.fmt, request, info)
         lowered = self._lower_output(request, info, call.max_tokens)
         if lowered is not None:
+            call.output_lowered = True
             return lowered
         # budgeted for the output the caller asked for (not a cap the guard sent in its place)
         max_tokens = request.max_tokens if call.max_tokens is None else call.max_tokens
@@ -842,13 +853,16 @@ class ContextGuard:
             return self._stub_largest(view, est, call, max_tokens, room, None, reason)
 
         view, est, tail_over = view_of(history)
-        if room.over(est) > 0 and tail_over:  # fresh output compaction cannot make room for
-            view, est = stub_fresh()
-        if room.over(est) > 0 and self.summarize is not None:
+        # Once the provider took a lowered output (SPEC F5), the output is lowered again
+        # rather than fresh results stubbed or the history compacted, while that leaves enough.
+        capped = room.over(est) > 0 and self._output_cap(est, max_tokens, room, reason)
+        if room.over(est) > 0 and tail_over and not capped:  # fresh output compaction
+            view, est = stub_fresh()  # cannot make room for
+        if room.over(est) > 0 and self.summarize is not None and not capped:
             compacted = yield from self._compact(call, history, max_tokens, reason)
             if compacted is not None:
                 view, est, _ = view_of(compacted)
-        if room.over(est) > 0:
+        if room.over(est) > 0 and not capped:
             view, est = stub_fresh()
         self._check_pairing(call.fmt, view)
         self._ratio = est.total / max(1, est.raw.total)
@@ -870,36 +884,44 @@ class ContextGuard:
             if self._takes_smaller_cap(sent, max_tokens):
                 return request  # what the limit leaves is enough to answer in
             cap = self._output_cap(est, max_tokens, room, reason)
-            if cap is not None:
-                n = len(view)
-                event = ContextEvent(
-                    action="lower_output", reason=reason, tokens_before=est.raw.total,
-                    tokens_after=est.raw.total, messages_before=n, messages_after=n, fits=True,
-                    max_tokens_before=max_tokens, max_tokens_after=cap,
-                    components=est.raw.components,
-                )  # fmt: skip
-                emit(event, self._event)
+            if cap is not None and max_tokens is not None:
+                call.output_lowered = True
+                if cap < max_tokens:  # (else only the margin is waived)
+                    n = len(view)
+                    event = ContextEvent(
+                        action="lower_output", reason=reason, tokens_before=est.raw.total,
+                        tokens_after=est.raw.total, messages_before=n, messages_after=n,
+                        fits=True, max_tokens_before=max_tokens, max_tokens_after=cap,
+                        components=est.raw.components,
+                    )  # fmt: skip
+                    emit(event, self._event)
                 return replace(request, max_tokens=cap)
             if not call.compaction_failed:
                 raise
             failure = call.compaction_failed[-1]
             add_note(exc, f"compaction was tried and failed: {failure}")
             raise exc from failure.__cause__ or failure
+        if reason == "proactive":
+            self._output_lowered = False  # fits as the budget has it: no need to lower
         return request
 
     def _output_cap(
         self, est: CalibratedEstimate, max_tokens: int | None, room: Room, reason: Reason
     ) -> int | None:
         """A smaller ``max_tokens`` for a request whose input fits but not beside the output
-        asked for and the margin, when nothing else made room (no summarizer, nothing left to
-        prune): what the window leaves beside the input, if at least
-        :func:`~ctxbudget.limits.least_output`. Only for an estimate anchored on a count the
-        provider reported, whose error is in what was added since (the margin is for the
-        error of a whole estimate): after the provider took a lowered output (SPEC F5), the
-        next turns are sent as that one was, not refused by the guard's own reserve. A first
-        attempt's only (a recovery lowers by the provider's count), and not under a ceiling
-        a refusal without a count left (those estimates are not trusted)."""
-        if max_tokens is None or not est.anchored or reason != "proactive":
+        asked for and the margin, once the provider took a lowered output (SPEC F5) and no
+        request since fitted the budget: what the window leaves beside the input, if at least
+        :func:`~ctxbudget.limits.least_output` and the budget's ``reserved_output`` (the
+        ``max_tokens`` asked for when that fits: the margin alone is waived). The next turns
+        are then sent as the one the provider took, not refused by the guard's own reserve,
+        and lowered rather than compacted or their fresh outputs stubbed. Only for an estimate
+        anchored on a count the provider reported, whose error is in what was added since
+        (the margin is for the error of a whole estimate); a first attempt's only (a recovery
+        lowers by the provider's count), and not under a ceiling a refusal without a count
+        left (those estimates are not trusted)."""
+        if not self._output_lowered or max_tokens is None:
+            return None
+        if not est.anchored or reason != "proactive":
             return None
         if self._ceiling is not None or self._input_ceiling is not None:
             return None
@@ -914,7 +936,9 @@ class ContextGuard:
         if replace(room, base=budget.window).over(est) > 0:
             return None
         left = budget.window - inputs
-        return min(left, max_tokens) if left >= least_output(max_tokens, budget.window) else None
+        # never below an output the caller's budget reserves
+        least = max(least_output(max_tokens, budget.window), self.budget.reserved_output or 0)
+        return min(left, max_tokens) if left >= least else None
 
     def _default_cap(self, est: CalibratedEstimate) -> int | None:
         """The output cap to send when the caller gave none: none, unless the provider said

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ctxbudget.prune import PruneConfig
 from ctxbudget.result_size import ResultSizer
@@ -22,9 +22,16 @@ from ctxbudget.turns import MessageInfo, as_mapping, check_pairing, resolve_ids,
 
 __all__ = ["StickyStubs", "StubCandidates", "stub_largest"]
 
-#: What :class:`StickyStubs` keeps of a message: the message, its results field, slot -> stub,
-#: the stubbed copy, slot -> the result there when it was stubbed.
-_Kept = tuple[Any, Any, dict[int, str], Any, dict[int, tuple[Any, ...]]]
+
+class _Kept(NamedTuple):
+    """What :class:`StickyStubs` keeps of a message with stubbed results."""
+
+    message: Any
+    field: Any  # its results field (the object)
+    size: int  # that field's length when it was read (-1: not a list)
+    slots: dict[int, str]  # slot -> stub
+    stubbed: Any  # the stubbed copy sent in its place
+    results: dict[int, tuple[Any, ...]]  # slot -> the result there when it was stubbed
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,15 +190,11 @@ class StickyStubs:
             copy = self._origin.get(id(m))
             original = copy[1] if copy is not None and copy[0] is m else m
             old = self._by_id.get(id(original))
-            slots = dict(old[2]) if old is not None and old[0] is original else {}
+            slots = dict(old.slots) if old is not None and old.message is original else {}
             slots[slot] = stub
-            # in the history's own type (a google-genai Content stays one): the view holds
-            # this very object, which a later stub in the same message is recorded against
-            new = replace_results(fmt, original, slots, drop_media=self.drop_media)
-            stubbed = in_history_type([new], [original])[0]
-            ref = results_ref(fmt, original)
-            self._by_id[id(original)] = (original, ref, slots, stubbed, _results(fmt, original))
-            self._origin[id(stubbed)] = (stubbed, original)
+            kept = self._kept(fmt, original, slots)
+            self._by_id[id(original)] = kept
+            self._origin[id(kept.stubbed)] = (kept.stubbed, original)
             if id(original) not in self._at:  # (where a history loaded anew has it next)
                 at = next((i for i, v in enumerate(self._view) if v is original), None)
                 if at is not None:
@@ -216,27 +219,45 @@ class StickyStubs:
         kept: dict[int, _Kept] = {}
         for key, i in found.items():
             hit = self._by_id[key]
-            now = hit if hit[1] is results_ref(fmt, view[i]) else self._renewed(fmt, hit)
+            field = results_ref(fmt, view[i])
+            same = hit.field is field and _size(field) == hit.size
+            now = hit if same else self._renewed(fmt, hit)
             if now is not None:
-                out[i] = now[3]
+                out[i] = now.stubbed
                 kept[key] = now
         self._by_id = kept
-        self._origin = {id(v[3]): (v[3], v[0]) for v in kept.values()}
+        self._origin = {id(v.stubbed): (v.stubbed, v.message) for v in kept.values()}
         self._at = {key: found[key] for key in kept}
         return in_history_type(out, view) if kept else view
 
     def _renewed(self, fmt: str, hit: _Kept) -> _Kept | None:
-        """The stubs of a message whose results field holds a new object: kept, its stubbed
-        copy made again from what the field holds now, when the results it had are all there
-        unchanged (a block list rebuilt each turn, as code moving ``cache_control`` does);
-        ``None`` when one of them changed (sent as it is now)."""
-        original, _, slots, _, results = hit
-        now = _results(fmt, original)
-        if not all(s in now and s in results and _equal(now[s], results[s]) for s in slots):
+        """The stubs of a message whose results field holds a new object, or was grown or
+        shrunk in place: kept, its stubbed copy made again from what the field holds now,
+        when the results it had are all there unchanged (a block list rebuilt each turn, as
+        code moving ``cache_control`` does; a note appended to it); ``None`` when one of them
+        changed (sent as it is now)."""
+        now = _results(fmt, hit.message)
+        if not all(
+            s in now and s in hit.results and _equal(now[s], hit.results[s]) for s in hit.slots
+        ):
             return None
-        new = replace_results(fmt, original, slots, drop_media=self.drop_media)
-        stubbed = in_history_type([new], [original])[0]
-        return original, results_ref(fmt, original), slots, stubbed, now
+        return self._kept(fmt, hit.message, hit.slots, now)
+
+    def _kept(
+        self,
+        fmt: str,
+        message: Any,
+        slots: dict[int, str],
+        results: dict[int, tuple[Any, ...]] | None = None,
+    ) -> _Kept:
+        """What is kept of ``message`` with the results at ``slots`` stubbed: its stubbed copy
+        in the history's own type (a google-genai Content stays one; the view holds this
+        very object, which a later stub in the same message is recorded against)."""
+        new = replace_results(fmt, message, slots, drop_media=self.drop_media)
+        stubbed = in_history_type([new], [message])[0]
+        field = results_ref(fmt, message)
+        found = _results(fmt, message) if results is None else results
+        return _Kept(message, field, _size(field), slots, stubbed, found)
 
     def invalidate(self, message: Any = None) -> None:
         """After ``message`` (every message, when it is None) was edited in place: its stubs
@@ -245,7 +266,7 @@ class StickyStubs:
         for key in [k for k in self._by_id if message is None or k == id(message)]:
             self._loose.append(self._loosened(key))
             del self._by_id[key]
-        self._origin = {id(v[3]): (v[3], v[0]) for v in self._by_id.values()}
+        self._origin = {id(v.stubbed): (v.stubbed, v.message) for v in self._by_id.values()}
 
     def __getstate__(self) -> dict[str, Any]:
         """The stubs kept, each with the message it stands for (a copy of the state holds those
@@ -262,8 +283,8 @@ class StickyStubs:
 
     def _loosened(self, key: int) -> tuple[Any, dict[int, str], int | None]:
         """The loose form of the stubs kept for the message ``key``."""
-        original, _, slots, _, _ = self._by_id[key]
-        return original, dict(slots), self._at.get(key)
+        kept = self._by_id[key]
+        return kept.message, dict(kept.slots), self._at.get(key)
 
     def _bind(self, fmt: str, view: list[Any]) -> None:
         """Remember the loose stubs again for the messages of ``view`` they stand for."""
@@ -301,14 +322,14 @@ class StickyStubs:
         at = {
             key: i
             for key, i in self._at.items()
-            if i < n and view[i] is self._by_id.get(key, (None,))[0]
+            if i < n and (kept := self._by_id.get(key)) is not None and view[i] is kept.message
         }
         if len(at) == len(self._by_id):
             return at
         return {
             id(m): i
             for i, m in enumerate(view)
-            if id(m) in self._by_id and self._by_id[id(m)][0] is m
+            if id(m) in self._by_id and self._by_id[id(m)].message is m
         }
 
 
@@ -335,6 +356,11 @@ def _results(fmt: str, message: Any) -> dict[int, tuple[Any, ...]]:
         return out
     except Exception:
         return {}
+
+
+def _size(field: Any) -> int:
+    """The length of a results field that is a list (-1 for any other)."""
+    return len(field) if isinstance(field, list) else -1
 
 
 def _same_results(fmt: str, a: Any, b: Any, slots: Iterable[int]) -> bool:
