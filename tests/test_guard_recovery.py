@@ -1308,8 +1308,8 @@ def test_after_a_lowered_output_the_next_turns_are_sent_with_one_too(
 
 def test_without_an_overflow_the_budget_s_reserve_holds() -> None:
     """A provider that never refuses: a request over the caller's budget (input + 16,000 +
-    the 20,000 margin) is not sent with a lowered output, calibrated or not (the output is
-    lowered only after the provider took a lowered one)."""
+    the 20,000 margin) is not sent with a lowered output, although its estimate is anchored
+    on a reported count (the output is lowered only after the provider took a lowered one)."""
     window, seen = 128_000, []
     guard = ContextGuard("gpt-4o", window=window)
     send = openai_counting(10**9, 1.0, seen)
