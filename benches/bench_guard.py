@@ -16,7 +16,8 @@ the guard's own work, at two windows:
   SDK gives them (``completion.choices[0].message`` appended as it came: pydantic objects,
   whose fields the caches read from their ``__dict__``);
 - ``gemini-fits`` / ``gemini-pruned``: the conversation as Gemini contents (its tools as
-  function declarations), whose calls pair by position where they have no ids.
+  function declarations); ``gemini-noid-*`` the same without call ids (Gemini's usual
+  shape: calls and responses pair by position).
 
 Each guard has seen the conversation at 598 and 600 messages (a loop under way, calibrated);
 each timed call sends one message more than the call before (``growing`` in
@@ -57,6 +58,20 @@ SDK = [
 ]
 #: The conversation as Gemini contents.
 GEMINI = convert_messages(CONVERSATION, to="gemini").messages
+#: The same without call ids.
+GEMINI_NOID = [
+    {
+        **m,
+        "parts": [
+            {
+                k: {f: v for f, v in x.items() if f != "id"} if isinstance(x, dict) else x
+                for k, x in part.items()
+            }
+            for part in m["parts"]
+        ],
+    }
+    for m in GEMINI
+]
 GEMINI_TOOLS = convert_tools(TOOLS, "gemini")
 #: case -> (window, conversation before the append)
 CASES: dict[str, tuple[int, list[Any]]] = {
@@ -68,6 +83,8 @@ CASES: dict[str, tuple[int, list[Any]]] = {
     "sdk-pruned": (128_000, SDK),
     "gemini-fits": (1_000_000, GEMINI),
     "gemini-pruned": (128_000, GEMINI),
+    "gemini-noid-fits": (1_000_000, GEMINI_NOID),
+    "gemini-noid-pruned": (128_000, GEMINI_NOID),
 }
 #: The same texts as plain user/assistant turns: no message tells the format.
 PLAIN = [

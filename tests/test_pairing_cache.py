@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from ctxbudget import validate_pairing
 from ctxbudget.pairing_cache import GrowingPairing
-from ctxbudget.turns import pairing_events, resolve_ids, scan
+from ctxbudget.turns import ScanCache, pairing_events, resolve_ids, scan
 
 IDS = ["a", "b", "c", "d", "e", "f"]
 
@@ -187,3 +187,36 @@ def test_gemini_lists_without_ids_equal_the_whole_list(
     for n in sorted(lengths) + lengths:
         expected = validate_pairing(pairing_events(resolve_ids(scan(messages[:n], "gemini"))))
         assert checker.violations("gemini", messages[:n]) == expected
+
+
+@given(
+    st.lists(message, max_size=14),
+    st.lists(
+        st.tuples(
+            st.integers(0, 14),
+            st.integers(0, 14),
+            st.none() | message,
+            st.lists(message, max_size=4),
+        ),
+        max_size=6,
+    ),
+)
+def test_gemini_lists_edited_between_calls_equal_the_whole_list(
+    pool: list[dict[str, Any]],
+    steps: list[tuple[int, int, dict[str, Any] | None, list[dict[str, Any]]]],
+) -> None:
+    """Between calls a Gemini list without ids grows, shrinks or has a message replaced in the
+    middle (a call moved, an answer dropped): the ids given to the rest move with them, and
+    every answer, and every resolution of the ids, is the whole list's."""
+    current = [gemini(m) for m in pool]
+    checker = GrowingPairing()
+    scanner = ScanCache("gemini")
+    for keep, index, replacement, grown in [(len(current), 0, None, []), *steps]:
+        current = current[:keep] + [gemini(m) for m in grown]
+        if replacement is not None and current:
+            current[index % len(current)] = gemini(replacement)
+        whole_infos = resolve_ids(scan(current, "gemini"))
+        assert scanner.resolved(scanner.scan(current)) == whole_infos
+        assert checker.violations("gemini", current) == validate_pairing(
+            pairing_events(whole_infos)
+        )

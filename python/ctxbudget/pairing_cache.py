@@ -9,14 +9,14 @@ answer is the one validating the whole list gives.
 
 A message is unchanged when it is the same object with the same content fields (as for
 :class:`~ctxbudget.turns.ScanCache`: a ``tool_calls`` or ``content`` list replaced by a new
-one is read again; a nested list edited in place is not). Gemini lists, whose id-less calls
-pair by position, are always judged whole, from messages read once each (a
-:class:`~ctxbudget.turns.ScanCache`).
+one is read again; a nested list edited in place is not). The ids a Gemini list's id-less
+calls and results are given depend only on the messages up to theirs: the unchanged part
+keeps them, as it keeps its events.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ctxbudget._core import DictVersions, unchanged_prefix
@@ -24,10 +24,9 @@ from ctxbudget.formats.common import field_refs, unreadable_refs
 from ctxbudget.messages import FORMATS
 from ctxbudget.pairing import EventKind, PairingViolation, validate_pairing
 from ctxbudget.turns import (
+    MessageInfo,
     ScanCache,
     content_keys,
-    pairing_events,
-    resolve_ids,
     scan_error,
     scan_one,
 )
@@ -80,10 +79,7 @@ class GrowingPairing:
     def _violations(self, fmt: str, msgs: list[Any]) -> list[PairingViolation]:
         start = self._unchanged(fmt, msgs)
         touched = self._drop_from(start)
-        if fmt == "gemini":  # id-less calls pair by position: the whole list
-            new = pairing_events(resolve_ids(self._gemini.scan(msgs)))
-        else:
-            new = _events(fmt, msgs, start)
+        new = _events(fmt, msgs, start, self._gemini if fmt == "gemini" else None)
         for _, _, cid in new:
             touched.add(cid)
         earlier = sorted(
@@ -96,8 +92,7 @@ class GrowingPairing:
         for pos, kind, cid in new:
             self._events.setdefault(cid, []).append((pos, kind))
         keys = content_keys(fmt)
-        # (a Gemini list is read whole each time: what it was made of is not compared)
-        new_refs = [_refs(m, keys) for m in msgs[start:]] if fmt != "gemini" else []
+        new_refs = [_refs(m, keys) for m in msgs[start:]]
         if len(self._refs) != len(keys):
             self._refs = [[] for _ in keys]
         for j, column in enumerate(self._refs):
@@ -117,11 +112,8 @@ class GrowingPairing:
 
     def _unchanged(self, fmt: str, msgs: list[Any]) -> int:
         """How many leading messages are the ones read last time (0: read them all)."""
-        if fmt != self._fmt or fmt == "gemini":
-            gemini = self._gemini if fmt == self._fmt else None
+        if fmt != self._fmt:
             self._reset()
-            if gemini is not None:
-                self._gemini = gemini  # (what it read is still good)
             return 0
         n = len(self._msgs)
         keys = content_keys(fmt)
@@ -163,11 +155,20 @@ def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
     return all(x is y for x, y in zip(a, b, strict=True))
 
 
-def _events(fmt: str, msgs: list[Any], start: int) -> list[tuple[int, int, str]]:
-    """The pairing events of ``msgs[start:]``, at their positions in ``msgs``."""
+def _events(
+    fmt: str, msgs: list[Any], start: int, gemini: ScanCache | None
+) -> list[tuple[int, int, str]]:
+    """The pairing events of ``msgs[start:]``, at their positions in ``msgs``. A Gemini list
+    is read through ``gemini``: its id-less calls and results are given ids by their
+    positions and the calls before them (:func:`~ctxbudget.turns.resolve_ids`), which the
+    messages before ``start`` keep."""
+    if gemini is not None:
+        resolved = gemini.resolved(gemini.scan(msgs))
+        infos: Iterator[MessageInfo] = (resolved[pos] for pos in range(start, len(msgs)))
+    else:
+        infos = (scan_one(msgs[pos], fmt) for pos in range(start, len(msgs)))
     events: list[tuple[int, int, str]] = []
-    for pos in range(start, len(msgs)):
-        info = scan_one(msgs[pos], fmt)
+    for pos, info in enumerate(infos, start):
         for cid, _ in info.calls:
             events.append((pos, _CALL, cid or ""))
         for rid, _, _ in info.results:

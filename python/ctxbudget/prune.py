@@ -496,7 +496,7 @@ class Pruner:
         except (TypeError, AttributeError, KeyError, IndexError) as exc:
             raise scan_error(msgs, fmt, exc) from exc
         if fmt == "gemini":
-            infos = resolve_ids(infos)
+            infos = scanner.resolved(infos)
         before = self._history_est.estimate(msgs, system=system, tools=tools, max_tokens=max_tokens)
         per_message = before.per_message
         cfg = self.config

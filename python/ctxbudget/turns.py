@@ -345,7 +345,17 @@ class ScanCache:
             (the same objects, with the same content fields); 0 when not known.
     """
 
-    __slots__ = ("_by_id", "_infos", "_msgs", "_refs", "_versions", "fmt", "prefix", "scans")
+    __slots__ = (
+        "_by_id",
+        "_infos",
+        "_msgs",
+        "_refs",
+        "_resolution",
+        "_versions",
+        "fmt",
+        "prefix",
+        "scans",
+    )
 
     def __init__(self, fmt: str) -> None:
         if fmt not in FORMATS:
@@ -356,6 +366,8 @@ class ScanCache:
         self._refs: list[list[Any]] = []
         self._versions = DictVersions()  # of _msgs, when their fields last matched _refs
         self._infos: list[MessageInfo] = []
+        # (scans when made, the resolution of that list's ids: see resolved)
+        self._resolution: tuple[int, _Resolution] | None = None
         self.scans = 0
         self.prefix = 0
 
@@ -404,6 +416,19 @@ class ScanCache:
             self._msgs, self._refs, self._infos = [], [], []
         return out
 
+    def resolved(self, infos: list[MessageInfo]) -> list[MessageInfo]:
+        """:func:`resolve_ids` of ``infos``, what :meth:`scan` just gave: when the list before
+        was resolved too, only the messages after the part of it that is unchanged (their
+        ids depend only on the messages up to theirs)."""
+        kept = self._resolution
+        if kept is None or kept[0] != self.scans - 1 or self.prefix != len(kept[1].out):
+            resolution = _Resolution()
+        else:
+            resolution = kept[1]
+        resolution.extend(infos)
+        self._resolution = (self.scans, resolution)
+        return list(resolution.out)
+
 
 def scan(messages: Sequence[Any], fmt: str) -> list[MessageInfo]:
     """Infos of ``messages`` (no cache)."""
@@ -431,36 +456,56 @@ def resolve_ids(
         r[0] is None for i in infos for r in i.results
     ):
         return list(infos)
-    pending: dict[str, list[str]] = {}
-    out: list[MessageInfo] = []
-    previous: Kind | None = None
-    for index, info in enumerate(infos):
-        # a new model turn, or a message that is neither: earlier calls stay unanswered
-        if info.kind not in ("assistant", "results") or (
-            info.kind == "assistant" and previous != "assistant"
-        ):
-            pending = {}
-        previous = info.kind
-        if not info.calls and not info.results:
-            out.append(info)
-            continue
-        where = index if positions is None else positions[index]
-        tag = f"{where}" if where is not None else f"new{index}"
-        calls = []
-        for j, (cid, name) in enumerate(info.calls):
-            call_id = cid if cid is not None else f"{_SYNTH_ID}{tag}_{j}"
-            pending.setdefault(name, []).append(call_id)
-            calls.append((call_id, name))
-        results = []
-        for rid, rname, slot in info.results:
-            queue = pending.get(rname or "") or []
-            if rid is None:
-                rid = queue.pop(0) if queue else f"{_SYNTH_ID}{tag}_{slot}"
-            elif rid in queue:
-                queue.remove(rid)
-            results.append((rid, rname, slot))
-        out.append(replace(info, calls=tuple(calls), results=tuple(results)))
-    return out
+    resolution = _Resolution()
+    resolution.extend(infos, positions)
+    return resolution.out
+
+
+class _Resolution:
+    """Where :func:`resolve_ids` is after the first messages of a list: the infos it gave
+    them, and the calls of the current model turn not answered yet. The ids of a message
+    depend only on the messages up to it, so a list that grew is resolved on from here."""
+
+    __slots__ = ("out", "pending", "previous")
+
+    def __init__(self) -> None:
+        self.out: list[MessageInfo] = []
+        self.pending: dict[str, list[str]] = {}
+        self.previous: Kind | None = None
+
+    def extend(
+        self, infos: Sequence[MessageInfo], positions: Sequence[int | None] | None = None
+    ) -> None:
+        """Resolve ``infos[len(self.out):]`` (``positions`` as for :func:`resolve_ids`)."""
+        out, pending, previous = self.out, self.pending, self.previous
+        for index in range(len(out), len(infos)):
+            info = infos[index]
+            # a new model turn, or a message that is neither: earlier calls stay unanswered
+            if info.kind not in ("assistant", "results") or (
+                info.kind == "assistant" and previous != "assistant"
+            ):
+                pending = {}
+            previous = info.kind
+            if not info.calls and not info.results:
+                out.append(info)
+                continue
+            where = index if positions is None else positions[index]
+            tag = f"{where}" if where is not None else f"new{index}"
+            calls = []
+            for j, (cid, name) in enumerate(info.calls):
+                call_id = cid if cid is not None else f"{_SYNTH_ID}{tag}_{j}"
+                pending.setdefault(name, []).append(call_id)
+                calls.append((call_id, name))
+            results = []
+            for rid, rname, slot in info.results:
+                queue = pending.get(rname or "") or []
+                if rid is None:
+                    rid = queue.pop(0) if queue else f"{_SYNTH_ID}{tag}_{slot}"
+                elif rid in queue:
+                    queue.remove(rid)
+                results.append((rid, rname, slot))
+            out.append(replace(info, calls=tuple(calls), results=tuple(results)))
+        self.pending, self.previous = pending, previous
 
 
 def pairing_events(infos: Sequence[MessageInfo]) -> list[tuple[int, int, str]]:
