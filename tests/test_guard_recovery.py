@@ -1152,7 +1152,10 @@ def test_a_message_fixed_in_place_after_a_refused_send_is_read_for_its_format_ag
 
 
 @pytest.mark.parametrize("fmt", ["anthropic", "gemini"])
-@pytest.mark.parametrize("change", ["rebuilt", "rebuilt from storage", "appended in place"])
+@pytest.mark.parametrize(
+    "change",
+    ["rebuilt", "rebuilt from storage", "appended in place", "inserted in place", "note replaced"],
+)
 def test_a_stubbed_result_stays_stubbed_when_its_message_s_blocks_are_rebuilt(
     fmt: str, change: str
 ) -> None:
@@ -1160,8 +1163,9 @@ def test_a_stubbed_result_stays_stubbed_when_its_message_s_blocks_are_rebuilt(
     each turn (prompt-caching code moving ``cache_control`` to the latest blocks): the result
     is the same, the list a new one. The stub was dropped and every later turn refused once;
     the rebuilt blocks (their ``cache_control``) are what is sent. The same with the whole
-    history loaded anew from storage each turn. A note appended to that list in place (to
-    keep roles alternating) was never sent: the stubbed copy of the list before was."""
+    history loaded anew from storage each turn. A note added to that list in place (to keep
+    roles alternating), or put in place of the one there, was never sent: the stubbed copy of
+    the list before was; one inserted before the result crashed a recovery (Gemini)."""
     window = 40_000
     dump = "".join(f"{i:08x}" for i in range(7_000))
     attempts: list[int] = []
@@ -1212,11 +1216,15 @@ def test_a_stubbed_result_stays_stubbed_when_its_message_s_blocks_are_rebuilt(
         history = [*history, *copy.deepcopy(turn)]
         if change == "rebuilt from storage":
             history = json.loads(json.dumps(history))
+        note = (
+            {"type": "text", "text": f"Note {n}."} if fmt == "anthropic" else {"text": f"Note {n}."}
+        )
         if change == "appended in place":
-            note = f"Note {n}."
-            history[2][field].append(
-                {"type": "text", "text": note} if fmt == "anthropic" else {"text": note}
-            )
+            history[2][field].append(note)
+        elif change == "inserted in place":
+            history[2][field].insert(0, note)
+        elif change == "note replaced":
+            history[2][field][-1] = note
         else:
             rebuilt = [dict(b) for b in history[2][field]]  # equal blocks, a new list
             if fmt == "anthropic":
@@ -1228,8 +1236,11 @@ def test_a_stubbed_result_stays_stubbed_when_its_message_s_blocks_are_rebuilt(
         sent = guard.send(send, history).request.messages
         assert attempts == [1]
         assert whole_dumps(guard.send(send, history).request) == 0
-        if change == "appended in place":
+        if change in ("appended in place", "inserted in place"):
             assert all(f"Note {k}." in str(sent[2]) for k in range(n + 1))
+        elif change == "note replaced":
+            assert f"Note {n}." in str(sent[2]) and f"Note {n - 1}." not in str(sent[2])
+            continue
         elif fmt == "anthropic":
             assert [("cache_control" in b) for b in sent[2]["content"]] == [n % 2 == 0, n % 2 == 1]
         assert "The dump of the primary node." in str(sent[2])
@@ -1304,6 +1315,30 @@ def test_after_a_lowered_output_the_next_turns_are_sent_with_one_too(
         (event,) = events
         assert (event.action, event.reason, event.fits) == ("lower_output", "proactive", True)
         assert (event.max_tokens_before, event.max_tokens_after) == (16_000, out)
+
+
+def test_when_the_output_cannot_be_lowered_more_outputs_are_stubbed_and_it_is_lowered() -> None:
+    """After the provider took a lowered output, the agent reads a file a turn: the output is
+    lowered turn after turn until no more can go (half of what was asked); then tool outputs
+    are stubbed, which the provider had counted (the estimate is no longer anchored on its
+    report), and the output lowered by what the stubs took out. Every such turn was refused
+    before, to the end of the conversation (no summarizer, nothing old to prune)."""
+    window, seen = 128_000, []
+    guard = ContextGuard("gpt-4o", window=window)
+    send = openai_counting(window, 1.27, seen)
+    history = long_chat(30)
+    guard.send(send, history, max_tokens=16_000)
+    source = "".join(f"src line {i}: x = compute({i}, {i * 31 % 97})\n" for i in range(130))
+    stubbed_turns = 0
+    for n in range(6):
+        history = [*history, *tool_turn(f"c{n}", source)]
+        seen.clear()
+        result = guard.send(send, history, max_tokens=16_000)
+        ((attempt, count, out),) = seen
+        assert attempt == 1 and least_output(16_000, window) <= out < 16_000
+        assert count + out <= window
+        stubbed_turns += result.request.messages != history
+    assert stubbed_turns >= 1
 
 
 def test_without_an_overflow_the_budget_s_reserve_holds() -> None:

@@ -855,7 +855,8 @@ class ContextGuard:
         view, est, tail_over = view_of(history)
         # Once the provider took a lowered output (SPEC F5), the output is lowered again
         # rather than fresh results stubbed or the history compacted, while that leaves enough.
-        capped = room.over(est) > 0 and self._output_cap(est, max_tokens, room, reason)
+        whole = est  # (the estimate before fresh outputs are stubbed: see _output_cap)
+        capped = room.over(est) > 0 and self._output_cap(est, whole, max_tokens, reason)
         if room.over(est) > 0 and tail_over and not capped:  # fresh output compaction
             view, est = stub_fresh()  # cannot make room for
         if room.over(est) > 0 and self.summarize is not None and not capped:
@@ -883,7 +884,7 @@ class ContextGuard:
         except ContextBudgetError as exc:
             if self._takes_smaller_cap(sent, max_tokens):
                 return request  # what the limit leaves is enough to answer in
-            cap = self._output_cap(est, max_tokens, room, reason)
+            cap = self._output_cap(est, whole, max_tokens, reason)
             if cap is not None and max_tokens is not None:
                 call.output_lowered = True
                 if cap < max_tokens:  # (else only the margin is waived)
@@ -906,7 +907,11 @@ class ContextGuard:
         return request
 
     def _output_cap(
-        self, est: CalibratedEstimate, max_tokens: int | None, room: Room, reason: Reason
+        self,
+        est: CalibratedEstimate,
+        whole: CalibratedEstimate,
+        max_tokens: int | None,
+        reason: Reason,
     ) -> int | None:
         """A smaller ``max_tokens`` for a request whose input fits but not beside the output
         asked for and the margin, once the provider took a lowered output (SPEC F5) and no
@@ -916,25 +921,32 @@ class ContextGuard:
         are then sent as the one the provider took, not refused by the guard's own reserve,
         and lowered rather than compacted or their fresh outputs stubbed. Only for an estimate
         anchored on a count the provider reported, whose error is in what was added since
-        (the margin is for the error of a whole estimate); a first attempt's only (a recovery
-        lowers by the provider's count), and not under a ceiling a refusal without a count
-        left (those estimates are not trusted)."""
-        if not self._output_lowered or max_tokens is None:
-            return None
-        if not est.anchored or reason != "proactive":
+        (the margin is for the error of a whole estimate), or for ``est`` made of such an
+        estimate ``whole`` with outputs stubbed (which the provider counted: the anchor
+        goes), by what the stubs took out of it; a first attempt's only (a recovery lowers by
+        the provider's count), and not under a ceiling a refusal without a count left (those
+        estimates are not trusted)."""
+        if not self._output_lowered or max_tokens is None or reason != "proactive":
             return None
         if self._ceiling is not None or self._input_ceiling is not None:
             return None
         if self._limit is not None and self._limit.input_only:
             return None  # the input is what is over (lowering the output frees nothing)
+        if est.anchored:
+            total = est.total
+        elif whole.anchored and est.raw.total <= whole.raw.total:
+            # what the stubs took out, counted as the provider would at least (its
+            # correction when that is below 1, else the estimate itself)
+            out = (whole.raw.total - est.raw.total) * min(1.0, whole.factor)
+            total = whole.total - int(out)
+        else:
+            return None
         budget = self._budget(max_tokens)
         # 1 in 100 of the input and a quarter of what was added since the report
-        headroom = -(-est.total // _CAP_HEADROOM) + -(-est.added_tokens // 4)
-        inputs = est.total + headroom
+        headroom = -(-total // _CAP_HEADROOM) + -(-whole.added_tokens // 4)
+        inputs = total + headroom
         if budget.max_input is not None and inputs > budget.max_input:
             return None  # over the model's input cap
-        if replace(room, base=budget.window).over(est) > 0:
-            return None
         left = budget.window - inputs
         # never below an output the caller's budget reserves
         least = max(least_output(max_tokens, budget.window), self.budget.reserved_output or 0)

@@ -9,6 +9,7 @@ read the data in parts, so the model can carry on; the caller's messages are nev
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -28,7 +29,7 @@ class _Kept(NamedTuple):
 
     message: Any
     field: Any  # its results field (the object)
-    size: int  # that field's length when it was read (-1: not a list)
+    items: tuple[Any, ...] | None  # that field's blocks when it was read (None: not a list)
     slots: dict[int, str]  # slot -> stub
     stubbed: Any  # the stubbed copy sent in its place
     results: dict[int, tuple[Any, ...]]  # slot -> the result there when it was stubbed
@@ -220,7 +221,7 @@ class StickyStubs:
         for key, i in found.items():
             hit = self._by_id[key]
             field = results_ref(fmt, view[i])
-            same = hit.field is field and _size(field) == hit.size
+            same = hit.field is field and _same_items(_items(field), hit.items)
             now = hit if same else self._renewed(fmt, hit)
             if now is not None:
                 out[i] = now.stubbed
@@ -231,17 +232,25 @@ class StickyStubs:
         return in_history_type(out, view) if kept else view
 
     def _renewed(self, fmt: str, hit: _Kept) -> _Kept | None:
-        """The stubs of a message whose results field holds a new object, or was grown or
-        shrunk in place: kept, its stubbed copy made again from what the field holds now,
-        when the results it had are all there unchanged (a block list rebuilt each turn, as
-        code moving ``cache_control`` does; a note appended to it); ``None`` when one of them
-        changed (sent as it is now)."""
-        now = _results(fmt, hit.message)
-        if not all(
-            s in now and s in hit.results and _equal(now[s], hit.results[s]) for s in hit.slots
-        ):
-            return None
-        return self._kept(fmt, hit.message, hit.slots, now)
+        """The stubs of a message whose results field holds a new object, or other blocks
+        (a block added, removed or replaced in place): kept, its stubbed copy made again
+        from what the field holds now,
+        when the results it had are all there unchanged, wherever they moved to in it (a
+        block list rebuilt each turn, as code moving ``cache_control`` does; a note added
+        to it); ``None`` when one of them changed or went (sent as it is now)."""
+        now, then = _results(fmt, hit.message), hit.results
+        slots: dict[int, str] = {}
+        for slot, stub in hit.slots.items():
+            result = then.get(slot)
+            same = (
+                [slot]
+                if slot in now and _equal(now[slot], result)
+                else [k for k, r in now.items() if k not in slots and _equal(r, result)]
+            )
+            if result is None or not same:
+                return None
+            slots[same[0]] = stub
+        return self._kept(fmt, hit.message, slots, now)
 
     def _kept(
         self,
@@ -257,7 +266,7 @@ class StickyStubs:
         stubbed = in_history_type([new], [message])[0]
         field = results_ref(fmt, message)
         found = _results(fmt, message) if results is None else results
-        return _Kept(message, field, _size(field), slots, stubbed, found)
+        return _Kept(message, field, _items(field), slots, stubbed, found)
 
     def invalidate(self, message: Any = None) -> None:
         """After ``message`` (every message, when it is None) was edited in place: its stubs
@@ -358,9 +367,16 @@ def _results(fmt: str, message: Any) -> dict[int, tuple[Any, ...]]:
         return {}
 
 
-def _size(field: Any) -> int:
-    """The length of a results field that is a list (-1 for any other)."""
-    return len(field) if isinstance(field, list) else -1
+def _items(field: Any) -> tuple[Any, ...] | None:
+    """The blocks of a results field that is a list (``None`` for any other)."""
+    return tuple(field) if isinstance(field, list) else None
+
+
+def _same_items(a: tuple[Any, ...] | None, b: tuple[Any, ...] | None) -> bool:
+    """Whether two :func:`_items` hold the same block objects in the same places."""
+    if a is None or b is None:
+        return a is b
+    return len(a) == len(b) and all(map(operator.is_, a, b))
 
 
 def _same_results(fmt: str, a: Any, b: Any, slots: Iterable[int]) -> bool:
