@@ -295,7 +295,7 @@ def test_a_stub_stays_on_its_own_message_when_an_equal_one_comes_before() -> Non
     ``invalidate()`` (the same objects) or a reload (equal ones) the stub stays on the later
     one (an equal message before it is another message: moving the stub changes what the
     model reads and the prompt cache's prefix)."""
-    from ctxbudget.largest import StickyStubs
+    from ctxbudget.sticky_stubs import StickyStubs
 
     def call() -> dict[str, Any]:
         return {"role": "model", "parts": [{"function_call": {"name": "ls", "args": {}}}]}

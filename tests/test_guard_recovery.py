@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import pickle
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -1154,7 +1155,16 @@ def test_a_message_fixed_in_place_after_a_refused_send_is_read_for_its_format_ag
 @pytest.mark.parametrize("fmt", ["anthropic", "gemini"])
 @pytest.mark.parametrize(
     "change",
-    ["rebuilt", "rebuilt from storage", "appended in place", "inserted in place", "note replaced"],
+    [
+        "rebuilt",
+        "rebuilt from storage",
+        "appended in place",
+        "inserted in place",
+        "inserted in place, invalidated",
+        "inserted in place, guard copied",
+        "inserted in place, guard pickled",
+        "note replaced",
+    ],
 )
 def test_a_stubbed_result_stays_stubbed_when_its_message_s_blocks_are_rebuilt(
     fmt: str, change: str
@@ -1165,7 +1175,8 @@ def test_a_stubbed_result_stays_stubbed_when_its_message_s_blocks_are_rebuilt(
     the rebuilt blocks (their ``cache_control``) are what is sent. The same with the whole
     history loaded anew from storage each turn. A note added to that list in place (to keep
     roles alternating), or put in place of the one there, was never sent: the stubbed copy of
-    the list before was; one inserted before the result crashed a recovery (Gemini)."""
+    the list before was; one inserted before the result crashed a recovery (Gemini), and
+    did so still after ``invalidate(message)`` or through a copy of the guard."""
     window = 40_000
     dump = "".join(f"{i:08x}" for i in range(7_000))
     attempts: list[int] = []
@@ -1221,8 +1232,14 @@ def test_a_stubbed_result_stays_stubbed_when_its_message_s_blocks_are_rebuilt(
         )
         if change == "appended in place":
             history[2][field].append(note)
-        elif change == "inserted in place":
+        elif change.startswith("inserted in place"):
             history[2][field].insert(0, note)
+            if change.endswith("invalidated"):
+                guard.invalidate(history[2])
+            elif change.endswith("copied"):
+                guard = copy.copy(guard)
+            elif change.endswith("pickled"):
+                guard = pickle.loads(pickle.dumps(guard))
         elif change == "note replaced":
             history[2][field][-1] = note
         else:
@@ -1236,7 +1253,7 @@ def test_a_stubbed_result_stays_stubbed_when_its_message_s_blocks_are_rebuilt(
         sent = guard.send(send, history).request.messages
         assert attempts == [1]
         assert whole_dumps(guard.send(send, history).request) == 0
-        if change in ("appended in place", "inserted in place"):
+        if change == "appended in place" or change.startswith("inserted in place"):
             assert all(f"Note {k}." in str(sent[2]) for k in range(n + 1))
         elif change == "note replaced":
             assert f"Note {n}." in str(sent[2]) and f"Note {n - 1}." not in str(sent[2])
@@ -1246,13 +1263,121 @@ def test_a_stubbed_result_stays_stubbed_when_its_message_s_blocks_are_rebuilt(
         assert "The dump of the primary node." in str(sent[2])
 
 
-def openai_counting(window: int, skew: float, seen: list[tuple[int, int, int]]) -> Any:
-    """A provider counting ``skew`` x the guard's raw estimate and refusing input + output
-    over ``window`` with OpenAI's wording (both parts stated); records (attempt, its input
-    count, max_tokens) of each request."""
+def _redactable(fmt: str, output: str) -> list[dict[str, Any]]:
+    """A user asking, a call to ``hexdump`` (id ``a``) and its ``output``, in ``fmt``."""
+    if fmt == "openai_chat":
+        call = {"id": "a", "type": "function", "function": {"name": "hexdump", "arguments": "{}"}}
+        return [
+            {"role": "user", "content": "Audit."},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "a", "content": output},
+        ]
+    if fmt == "anthropic":
+        return [
+            {"role": "user", "content": "Audit."},
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "a", "name": "hexdump", "input": {}}],
+            },
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "a", "content": output}],
+            },
+        ]
+    response = {"id": "a", "name": "hexdump", "response": {"output": output}}
+    return [
+        {"role": "user", "parts": [{"text": "Audit."}]},
+        {"role": "model", "parts": [{"function_call": {"id": "a", "name": "hexdump", "args": {}}}]},
+        {"role": "user", "parts": [{"function_response": response}]},
+    ]
+
+
+def _turn(fmt: str, reply: str, ask: str) -> list[dict[str, Any]]:
+    """The model's ``reply`` and the user's next ``ask``, in ``fmt``."""
+    if fmt == "gemini":
+        return [
+            {"role": "model", "parts": [{"text": reply}]},
+            {"role": "user", "parts": [{"text": ask}]},
+        ]
+    return [{"role": "assistant", "content": reply}, {"role": "user", "content": ask}]
+
+
+def _redact(fmt: str, message: dict[str, Any], old: str, new: str, *, in_place: bool) -> None:
+    """Put ``new`` for ``old`` in the result of ``message``: inside its block (in place), or
+    with the block replaced by a new one in its list (Chat: the content field replaced)."""
+    if fmt == "openai_chat":
+        message["content"] = message["content"].replace(old, new)
+    elif fmt == "anthropic":
+        block = message["content"][0]
+        if in_place:
+            block["content"] = block["content"].replace(old, new)
+        else:
+            message["content"][0] = {**block, "content": block["content"].replace(old, new)}
+    else:
+        response = message["parts"][0]["function_response"]
+        if in_place:  # the output string of the response dict, two levels down
+            response["response"]["output"] = response["response"]["output"].replace(old, new)
+        else:
+            output = response["response"]["output"].replace(old, new)
+            message["parts"][0] = {
+                "function_response": {**response, "response": {"output": output}}
+            }
+
+
+@pytest.mark.parametrize("fmt", ["openai_chat", "anthropic", "gemini"])
+@pytest.mark.parametrize("in_place", [True, False], ids=["edited in place", "block replaced"])
+def test_a_stubbed_result_the_agent_redacts_is_never_sent_as_its_old_stub(
+    fmt: str, in_place: bool
+) -> None:
+    """A tool output beginning with a secret is stubbed to recover (the stub, kept for later
+    turns, quotes the output's head); the agent redacts the output, in place then calling
+    ``invalidate(message)``, or by putting a new block in its list. The stub of the old
+    output, with the secret, went on being sent (after invalidate: the stubs were kept by
+    slot, unchecked; a new block: the stub cache compared only the list); now the output is
+    sent as it is, stubbed afresh when it does not fit."""
+    window, secret = 40_000, "sk-live-51Habc"
+    dump = "".join(f"{i:08x}" for i in range(7_000))
+    output = f"API_KEY={secret}\n{dump}"
+    sent: list[str] = []
 
     def send(request: GuardedRequest) -> dict[str, Any]:
-        n, out = int(request.estimate.raw.total * skew), request.max_tokens or 0
+        text = json.dumps(request.messages)
+        sent.append(text)
+        count = request.estimate.raw.total + text.count(dump) * int(0.8 * estimate_tokens(dump))
+        if count + 1_000 > window:
+            raise RuntimeError(f"prompt is too long: {count} tokens > {window} maximum")
+        return {"usage": {"input_tokens": count}}
+
+    budget = ContextWindowBudget(window, reserved_output=1_000, margin=0)
+    config = PruneConfig(threshold=10**9, min_turns=1000, turn_floor_fraction=None)
+    guard = ContextGuard("gpt-4o", budget=budget, prune=config, calibration=False, format=fmt)
+    history = _redactable(fmt, output)
+    guard.send(send, history)
+    assert len(sent) == 2 and secret in sent[1] and dump not in sent[1]  # stubbed, quoting it
+    _redact(fmt, history[2], secret, "[REDACTED]", in_place=in_place)
+    if in_place:
+        guard.invalidate(history[2])
+    sent.clear()
+    for n in range(3):
+        history += _turn(fmt, f"Noted {n}.", "Go on.")
+        guard.send(send, history)
+        assert "[REDACTED]" in sent[-1]
+    assert not any(secret in text for text in sent)
+
+
+def openai_counting(
+    window: int, skew: float, seen: list[tuple[int, int, int]], tool_skew: float | None = None
+) -> Any:
+    """A provider counting ``skew`` x the guard's raw estimate (tool outputs ``tool_skew`` x
+    their own, when given) and refusing input + output over ``window`` with OpenAI's wording
+    (both parts stated); records (attempt, its input count, max_tokens) of each request."""
+
+    def send(request: GuardedRequest) -> dict[str, Any]:
+        n = request.estimate.raw.total * skew
+        if tool_skew is not None:
+            outputs = (m["content"] for m in request.messages if m["role"] == "tool")
+            n += (tool_skew - skew) * sum(estimate_tokens(c) for c in outputs)
+        n, out = int(n), request.max_tokens or 0
         seen.append((request.attempt, n, out))
         if n + out > window:
             raise RuntimeError(

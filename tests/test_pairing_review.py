@@ -10,12 +10,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ctxbudget import Selection, select_largest, validate_pairing
-from ctxbudget.largest import StickyStubs, StubCandidates, stub_largest
+from ctxbudget.largest import StubCandidates, stub_largest
 from ctxbudget.messages import MessageFormatError
 from ctxbudget.pairing_cache import GrowingPairing
 from ctxbudget.prune import PruneConfig
 from ctxbudget.request import RequestEstimator
 from ctxbudget.result_size import ResultSizer
+from ctxbudget.sticky_stubs import StickyStubs
 from ctxbudget.turns import pairing_events, result_text, scan
 from tests import reference
 

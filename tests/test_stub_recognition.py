@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from ctxbudget import ContextGuard, GuardedRequest
-from ctxbudget.largest import StickyStubs
 from ctxbudget.prune import prune
+from ctxbudget.sticky_stubs import StickyStubs
 from ctxbudget.stubs import is_stub, missing_text, stub_text
 
 

@@ -61,7 +61,7 @@ from ctxbudget.events import ContextEvent, EventCallback, Reason, emit
 from ctxbudget.formats.common import as_mapping, message_list
 from ctxbudget.formats.detect import SeenFits, pick_format
 from ctxbudget.formats.openai_responses import is_item_reference
-from ctxbudget.largest import StickyStubs, StubCandidates, stub_largest
+from ctxbudget.largest import StubCandidates, stub_largest
 from ctxbudget.limits import INPUT_CAP_RULES, Room, StatedLimit, least_output
 from ctxbudget.messages import refuse_langchain
 from ctxbudget.models import _canonical
@@ -71,6 +71,7 @@ from ctxbudget.prune import PruneConfig, Pruner, make_budget
 from ctxbudget.request import RequestEstimate, RequestEstimator, check_max_tokens
 from ctxbudget.result_placement import ResultPlacement
 from ctxbudget.result_size import ResultSizer
+from ctxbudget.sticky_stubs import StickyStubs
 from ctxbudget.summary_memory import SummaryMemory
 from ctxbudget.summary_prompt import largest_summary
 from ctxbudget.turns import PairingError, ScanCache, resolve_ids, scan_one

@@ -82,7 +82,9 @@ from ctxbudget.stubs import (
     missing_text,
     replace_results,
     result_message,
+    result_refs,
     results_ref,
+    same_refs,
     stub_text,
     with_results,
 )
@@ -464,12 +466,12 @@ class Pruner:
         """(tokens, text) of one tool output (its media included: :class:`ResultSizer`),
         cached per message object and content."""
         key = (id(m), slot)
-        ref = results_ref(fmt, m)
+        refs = result_refs(fmt, m, (slot,))
         hit = self._sizes.get(key)
-        if hit is not None and hit[0] is m and hit[1] is ref:
+        if hit is not None and hit[0] is m and same_refs(hit[1], refs):
             return hit[2], hit[3]
         tokens, text, media = self._sizer.size(fmt, m, slot)
-        self._sizes[key] = (m, ref, tokens, text, media)
+        self._sizes[key] = (m, refs, tokens, text, media)
         return tokens, text
 
     def _media(self, m: Any, slot: int) -> int:
@@ -598,9 +600,9 @@ class Pruner:
             for slot, v in sorted(slots.items())
         )
         key = (id(m), calls)
-        ref = results_ref(fmt, m)
+        refs = result_refs(fmt, m, sorted(slots))
         hit = self._stubs.get(key)
-        if hit is not None and hit[0] is m and hit[1] is ref:
+        if hit is not None and hit[0] is m and same_refs(hit[1], refs):
             return hit[2], hit[3], False
         cfg = self.config
         texts: dict[int, str] = {}
@@ -623,7 +625,7 @@ class Pruner:
             texts[slot] = stub
             done.append((rid or "", tool, tokens, stub_tokens, kind, slot, stub))
         new = replace_results(fmt, m, texts, drop_media=cfg.prune_media) if texts else m
-        self._stubs[key] = (m, ref, new, tuple(done))
+        self._stubs[key] = (m, refs, new, tuple(done))
         return new, tuple(done), bool(texts)
 
     def _rewrite(

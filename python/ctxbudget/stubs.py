@@ -39,7 +39,8 @@ The three texts, verbatim (``{...}`` filled in):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import operator
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ctxbudget.embedded_media import has_media
@@ -172,6 +173,23 @@ def results_ref(fmt: str, m: Any) -> Any:
     if type(m) is dict or isinstance(m, Mapping):
         return m.get(field)
     return getattr(m, field, None)
+
+
+def result_refs(fmt: str, m: Any, slots: Iterable[int]) -> tuple[Any, ...]:
+    """The results field of ``m`` and, when it is a list, its blocks at ``slots``: the objects
+    the size and stub caches compare from one turn to the next (a field replaced, or a block
+    replaced in its list in place, holds a new result; an edit inside a block needs
+    ``invalidate``)."""
+    field = results_ref(fmt, m)
+    if not isinstance(field, list):
+        return (field,)
+    n = len(field)
+    return (field, *(field[s] if 0 <= s < n else None for s in slots))
+
+
+def same_refs(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    """Whether two :func:`result_refs` hold the very same objects."""
+    return len(a) == len(b) and all(map(operator.is_, a, b))
 
 
 # --------------------------------------------------------------------------- writers
