@@ -1442,20 +1442,26 @@ def test_after_a_lowered_output_the_next_turns_are_sent_with_one_too(
         assert (event.max_tokens_before, event.max_tokens_after) == (16_000, out)
 
 
-def test_when_the_output_cannot_be_lowered_more_outputs_are_stubbed_and_it_is_lowered() -> None:
+@pytest.mark.parametrize(("tool_skew", "lines"), [(None, 130), (0.3, 200), (0.3, 260), (0.35, 200)])
+def test_when_the_output_cannot_be_lowered_more_outputs_are_stubbed_and_it_is_lowered(
+    tool_skew: float | None, lines: int
+) -> None:
     """After the provider took a lowered output, the agent reads a file a turn: the output is
     lowered turn after turn until no more can go (half of what was asked); then tool outputs
     are stubbed, which the provider had counted (the estimate is no longer anchored on its
     report), and the output lowered by what the stubs took out. Every such turn was refused
-    before, to the end of the conversation (no summarizer, nothing old to prune)."""
+    before, to the end of the conversation (no summarizer, nothing old to prune). A provider
+    counting tool outputs at a third of their estimate (less than the correction learned)
+    refused the first send of some of those turns: a quarter of what the stubs took out is
+    now kept as headroom."""
     window, seen = 128_000, []
     guard = ContextGuard("gpt-4o", window=window)
-    send = openai_counting(window, 1.27, seen)
+    send = openai_counting(window, 1.27, seen, tool_skew)
     history = long_chat(30)
     guard.send(send, history, max_tokens=16_000)
-    source = "".join(f"src line {i}: x = compute({i}, {i * 31 % 97})\n" for i in range(130))
+    source = "".join(f"src line {i}: x = compute({i}, {i * 31 % 97})\n" for i in range(lines))
     stubbed_turns = 0
-    for n in range(6):
+    for n in range(16 if tool_skew else 6):
         history = [*history, *tool_turn(f"c{n}", source)]
         seen.clear()
         result = guard.send(send, history, max_tokens=16_000)

@@ -933,18 +933,21 @@ class ContextGuard:
             return None
         if self._limit is not None and self._limit.input_only:
             return None  # the input is what is over (lowering the output frees nothing)
+        removed = 0
         if est.anchored:
             total = est.total
         elif whole.anchored and est.raw.total <= whole.raw.total:
-            # what the stubs took out, counted as the provider would at least (its
-            # correction when that is below 1, else the estimate itself)
-            out = (whole.raw.total - est.raw.total) * min(1.0, whole.factor)
-            total = whole.total - int(out)
+            # what the stubs took out, at the correction learned when that is below 1 (else
+            # as estimated): the provider may count it lower still (tool outputs counted at a
+            # third of the estimate), so a quarter of it is kept as headroom below
+            removed = whole.raw.total - est.raw.total
+            total = whole.total - int(removed * min(1.0, whole.factor))
         else:
             return None
         budget = self._budget(max_tokens)
-        # 1 in 100 of the input and a quarter of what was added since the report
-        headroom = -(-total // _CAP_HEADROOM) + -(-whole.added_tokens // 4)
+        # 1 in 100 of the input, a quarter of what was added since the report and of what
+        # the stubs took out
+        headroom = -(-total // _CAP_HEADROOM) + -(-whole.added_tokens // 4) + -(-removed // 4)
         inputs = total + headroom
         if budget.max_input is not None and inputs > budget.max_input:
             return None  # over the model's input cap
