@@ -1365,6 +1365,42 @@ def test_a_stubbed_result_the_agent_redacts_is_never_sent_as_its_old_stub(
     assert not any(secret in text for text in sent)
 
 
+@pytest.mark.parametrize("fmt", ["anthropic", "gemini"])
+def test_a_block_with_a_kept_stub_replaced_in_place_is_estimated_as_it_is_now(fmt: str) -> None:
+    """The result stubbed to recover is replaced in its block list, in place and without
+    ``invalidate``, by a larger output: the guard sees the result change (its stub goes) and
+    estimates the message anew, so the new output is stubbed before sending. The estimate
+    read the old block's count, and the provider refused the first send."""
+    window, attempts = 40_000, []
+    dump = "".join(f"{i:08x}" for i in range(7_000))
+    larger = "".join(f"{i:09x}" for i in range(10**6, 10**6 + 12_000))
+
+    def send(request: GuardedRequest) -> dict[str, Any]:
+        text = json.dumps(request.messages)
+        whole = text.count(dump) * estimate_tokens(dump) + text.count(larger) * estimate_tokens(
+            larger
+        )
+        count = request.estimate.raw.total + int(0.8 * whole)
+        attempts.append(request.attempt)
+        if count + 1_000 > window:
+            raise RuntimeError(f"prompt is too long: {count} tokens > {window} maximum")
+        return {"usage": {"input_tokens": count}}
+
+    budget = ContextWindowBudget(window, reserved_output=1_000, margin=0)
+    config = PruneConfig(threshold=10**9, min_turns=1000, turn_floor_fraction=None)
+    guard = ContextGuard("gpt-4o", budget=budget, prune=config, calibration=False, format=fmt)
+    history = _redactable(fmt, dump)
+    guard.send(send, history)
+    assert attempts == [1, 2]
+    (block,) = _redactable(fmt, larger)[2]["content" if fmt == "anthropic" else "parts"]
+    history[2]["content" if fmt == "anthropic" else "parts"][0] = block
+    history += _turn(fmt, "Noted.", "Go on.")
+    attempts.clear()
+    sent = guard.send(send, history).request.messages
+    assert attempts == [1]
+    assert larger not in json.dumps(sent) and "hexdump returned" in json.dumps(sent[2])
+
+
 def openai_counting(
     window: int, skew: float, seen: list[tuple[int, int, int]], tool_skew: float | None = None
 ) -> Any:

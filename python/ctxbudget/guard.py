@@ -411,19 +411,23 @@ class ContextGuard:
         fields are noticed without it (see
         :meth:`~ctxbudget.request.RequestEstimator.invalidate`). Counts, sizes, stubs made of
         it and the reading of the list are made anew on the next send; what was learned (the
-        calibration, which outputs stay stubbed, summaries) stays."""
+        calibration, summaries, the stubs of outputs left unchanged) stays."""
         with self._lock:
-            self._raw.invalidate(message)
-            if self.tracker is not None:
-                self.tracker.invalidate(message)
-            self._pruner.invalidate(message)
             self._sticky.invalidate(message)
-            self._ids.invalidate()
-            self._placement.invalidate()
-            self._scans.clear()
-            self._pairing = GrowingPairing()
-            self._fits_seen = SeenFits()
-            self._candidates = StubCandidates(self._sizer, self.config)
+            self._forget(message)
+
+    def _forget(self, message: Any) -> None:
+        """What :meth:`invalidate` does but for the stubs kept (under the lock)."""
+        self._raw.invalidate(message)
+        if self.tracker is not None:
+            self.tracker.invalidate(message)
+        self._pruner.invalidate(message)
+        self._ids.invalidate()
+        self._placement.invalidate()
+        self._scans.clear()
+        self._pairing = GrowingPairing()
+        self._fits_seen = SeenFits()
+        self._candidates = StubCandidates(self._sizer, self.config)
 
     # -- copies and pickles
 
@@ -822,6 +826,8 @@ class ContextGuard:
             # model saw it (its own copies, a result it adds for a lost call in the same
             # message, are then made of the stubbed message, and keep the stub).
             source = self._sticky.apply(call.fmt, msgs)
+            for changed in self._sticky.changed:  # a block with a kept stub edited in place:
+                self._forget(changed)  # what was read of the message is stale
             pruned = self._pruner.prune(
                 source, system=system, tools=tools, max_tokens=max_tokens, reason=reason,
                 run_start=call.run_start,

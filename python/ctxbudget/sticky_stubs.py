@@ -62,6 +62,9 @@ class StickyStubs:
         self._at: dict[int, int] = {}  # id(message) -> where it was in the last view
         self._view: Sequence[Any] = ()  # the last view given to apply
         self._loose: list[_Loose] = []
+        # the messages of the last view whose stubs the last apply dropped because a result
+        # in them changed in place (what was read of them before is stale)
+        self.changed: list[Any] = []
 
     def remember(self, fmt: str, made: Sequence[tuple[Any, int, str]]) -> None:
         """Add the ``(message, slot, stub)`` of results stubbed in an accepted request."""
@@ -81,6 +84,7 @@ class StickyStubs:
         """``view`` with the remembered stubs in place (``view`` itself when none apply);
         forgets those whose message left or whose results changed."""
         self._view = view
+        self.changed = []
         if self._loose:
             self._bind(fmt, view)
         if not self._by_id:
@@ -102,6 +106,8 @@ class StickyStubs:
             if now is not None:
                 out[i] = now.stubbed
                 kept[key] = now
+            elif field is hit.field:  # the same field, a result in it changed: in place
+                self.changed.append(hit.message)
         self._by_id = kept
         self._origin = {id(v.stubbed): (v.stubbed, v.message) for v in kept.values()}
         self._at = {key: found[key] for key in kept}
