@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 import pickle
 import threading
 from collections.abc import Callable
@@ -1399,6 +1400,43 @@ def test_a_block_with_a_kept_stub_replaced_in_place_is_estimated_as_it_is_now(fm
     sent = guard.send(send, history).request.messages
     assert attempts == [1]
     assert larger not in json.dumps(sent) and "hexdump returned" in json.dumps(sent[2])
+
+
+@pytest.mark.parametrize("fmt", ["anthropic", "gemini"])
+def test_an_old_block_replaced_in_place_without_invalidate_is_recovered_from(
+    fmt: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The agent puts an output larger than the window in place of an old result block,
+    in place and without ``invalidate`` (the contract asks for it): the guard's estimate
+    reads the old block, and the provider refuses. The recovery used to take the difference
+    for tokens no pruning could free, and the call failed with ContextOverflowError; now it
+    reads the history anew (with a warning naming ``invalidate``) and stubs that output."""
+    window, attempts = 40_000, []
+    small = "a.txt\nb.txt\n"
+    larger = "".join(f"{i:09x}" for i in range(10**6, 10**6 + 20_000))
+
+    def send(request: GuardedRequest) -> dict[str, Any]:
+        text = json.dumps(request.messages)
+        count = estimate_tokens(text)  # the provider counts what it is sent
+        attempts.append(request.attempt)
+        if count + 1_000 > window:
+            raise RuntimeError(f"prompt is too long: {count} tokens > {window} maximum")
+        return {"usage": {"input_tokens": count}}
+
+    budget = ContextWindowBudget(window, reserved_output=1_000, margin=0)
+    guard = ContextGuard("gpt-4o", budget=budget, calibration=False, format=fmt)
+    history = _redactable(fmt, small)
+    guard.send(send, history)
+    field = "content" if fmt == "anthropic" else "parts"
+    (block,) = _redactable(fmt, larger)[2][field]
+    history[2][field][0] = block
+    history += _turn(fmt, "Noted.", "Go on.")
+    attempts.clear()
+    with caplog.at_level(logging.WARNING, logger="ctxbudget.guard"):
+        sent = guard.send(send, history).request.messages
+    assert attempts == [1, 2]
+    assert larger not in json.dumps(sent) and "hexdump returned" in json.dumps(sent[2])
+    assert "invalidate(message)" in caplog.text
 
 
 def openai_counting(

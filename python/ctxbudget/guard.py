@@ -639,6 +639,31 @@ class ContextGuard:
         recorded = self._observe(request, response)
         return GuardResult(response, request, tuple(events), overflow, recorded)
 
+    def _read_anew(self, call: _Call, request: GuardedRequest) -> GuardedRequest:
+        """``request`` with its estimate made again when the one it was sent with is not what
+        its messages read afresh give: a message the caller edited in place, below its fields,
+        without :meth:`invalidate` (the caches read it as it was, and the provider counted it
+        as it is). What was read of every message is then forgotten, so that the recovery
+        reads them as they are: a larger output put in an old block in place would otherwise
+        be taken for tokens the estimate cannot see, and the call fail. One fresh estimate is
+        little beside the round trip the overflow cost."""
+        fresh = RequestEstimator(self.model, format=call.fmt, **self._estimator_args)
+        fresh._once = True
+        try:
+            now = fresh.estimate(request.messages, system=request.system, tools=request.tools)
+        except Exception:  # (the estimate it was sent with read them)
+            return request
+        if now.total == request.estimate.raw.total:
+            return request
+        logger.warning(
+            "the history changed in place since it was read (%d tokens estimated, %d now): "
+            "reading it anew; call invalidate(message) after editing a message in place",
+            request.estimate.raw.total, now.total,
+        )  # fmt: skip
+        self._forget(None)
+        est = self._estimate(request.messages, request.system, request.tools, request.max_tokens)
+        return replace(request, estimate=est)
+
     def _believe(self, info: OverflowInfo, request: GuardedRequest) -> bool:
         """Whether to act on an overflow (a low-confidence one only near the window)."""
         if info.confidence != "low":
@@ -650,6 +675,7 @@ class ContextGuard:
         self, call: _Call, request: GuardedRequest, info: OverflowInfo, error: Exception
     ) -> Generator[_Step, Any, GuardedRequest]:
         """The retry after the provider's overflow ``info`` (SPEC F3-F5)."""
+        request = self._read_anew(call, request)
         measured = self._observe_overflow(request, info)
         self._note_limit(info, request, call.max_tokens)
         if measured is None:
