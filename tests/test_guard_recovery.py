@@ -6,10 +6,12 @@ provider's own wording, or answers with a usage report.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 import logging
 import pickle
+import re
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -1437,6 +1439,136 @@ def test_an_old_block_replaced_in_place_without_invalidate_is_recovered_from(
     assert attempts == [1, 2]
     assert larger not in json.dumps(sent) and "hexdump returned" in json.dumps(sent[2])
     assert "invalidate(message)" in caplog.text
+
+
+def _hex_provider(window: int, attempts: list[int], sent: list[str], extra: float = 0.8) -> Any:
+    """A provider counting the estimate plus ``extra`` x the estimate of each whole hex dump
+    it is sent (the estimate under-counts them), refusing over ``window`` less 1,000 of
+    output."""
+
+    def send(request: GuardedRequest) -> dict[str, Any]:
+        text = json.dumps(request.messages)
+        sent.append(text)
+        attempts.append(request.attempt)
+        dumps = re.findall(r"(?:[0-9a-f]{8}){500,}", text)
+        count = request.estimate.raw.total + sum(int(extra * estimate_tokens(d)) for d in dumps)
+        if count + 1_000 > window:
+            raise RuntimeError(f"prompt is too long: {count} tokens > {window} maximum")
+        return {"usage": {"input_tokens": count}}
+
+    return send
+
+
+def _two_results(fmt: str, a: str, b: str) -> list[dict[str, Any]]:
+    """A user asking and two parallel calls, ``a`` and ``b``, with their outputs."""
+    if fmt == "anthropic":
+        uses = [{"type": "tool_use", "id": c, "name": "hexdump", "input": {}} for c in "ab"]
+        results = [
+            {"type": "tool_result", "tool_use_id": c, "content": out}
+            for c, out in zip("ab", (a, b), strict=True)
+        ]
+        return [
+            {"role": "user", "content": "Audit."},
+            {"role": "assistant", "content": uses},
+            {"role": "user", "content": results},
+        ]
+    calls = [{"function_call": {"id": c, "name": "hexdump", "args": {}}} for c in "ab"]
+    parts = [
+        {"function_response": {"id": c, "name": "hexdump", "response": {"output": out}}}
+        for c, out in zip("ab", (a, b), strict=True)
+    ]
+    return [
+        {"role": "user", "parts": [{"text": "Audit."}]},
+        {"role": "model", "parts": calls},
+        {"role": "user", "parts": parts},
+    ]
+
+
+@pytest.mark.parametrize("fmt", ["anthropic", "gemini"])
+@pytest.mark.parametrize("in_place", [True, False], ids=["edited in place", "block replaced"])
+def test_when_one_of_two_stubbed_results_changes_the_other_stays_stubbed(
+    fmt: str, in_place: bool
+) -> None:
+    """Two parallel outputs are stubbed to recover; the agent redacts one. The other,
+    unchanged, stays stubbed: its stub was dropped with the changed one's, and the next send
+    refused."""
+    window, attempts, sent = 50_000, [], []
+    a = "API_KEY=sk-live-51Habc\n" + "".join(f"{i:08x}" for i in range(3_000))
+    b = "".join(f"{i:08x}" for i in range(10**6, 10**6 + 3_000))
+    budget = ContextWindowBudget(window, reserved_output=1_000, margin=0)
+    config = PruneConfig(threshold=10**9, min_turns=1000, turn_floor_fraction=None)
+    guard = ContextGuard("gpt-4o", budget=budget, prune=config, calibration=False, format=fmt)
+    send = _hex_provider(window, attempts, sent, extra=2.0)
+    history = _two_results(fmt, a, b)
+    guard.send(send, history)
+    assert attempts == [1, 2] and a not in sent[1] and b not in sent[1]
+    _redact(fmt, history[2], "sk-live-51Habc", "[REDACTED]", in_place=in_place)
+    if in_place:
+        guard.invalidate(history[2])
+    history += _turn(fmt, "Noted.", "Go on.")
+    attempts.clear(), sent.clear()
+    guard.send(send, history)
+    assert attempts == [1]
+    assert b not in sent[0] and "sk-live" not in sent[0]
+
+
+@pytest.mark.parametrize("fmt", ["openai_chat", "anthropic", "gemini"])
+def test_a_result_redacted_while_the_stubbed_request_is_in_flight_is_not_kept_stubbed(
+    fmt: str,
+) -> None:
+    """The retry with an output stubbed is in flight (``asend`` releases the guard's lock) when
+    another task of the agent redacts that output. The stub, which quotes the secret, was
+    kept for every later turn; now the output is sent as it is next turn (stubbed afresh)."""
+    window, attempts, sent = 40_000, [], []
+    secret = "sk-live-51Habc"
+    dump = "".join(f"{i:08x}" for i in range(7_000))
+    budget = ContextWindowBudget(window, reserved_output=1_000, margin=0)
+    config = PruneConfig(threshold=10**9, min_turns=1000, turn_floor_fraction=None)
+    guard = ContextGuard("gpt-4o", budget=budget, prune=config, calibration=False, format=fmt)
+    history = _redactable(fmt, f"API_KEY={secret}\n{dump}")
+    count = _hex_provider(window, attempts, sent)
+
+    async def run() -> None:
+        async def send(request: GuardedRequest) -> dict[str, Any]:
+            if request.attempt == 2:  # the scrubber runs while the provider answers
+                await asyncio.sleep(0)
+                _redact(fmt, history[2], secret, "[REDACTED]", in_place=False)
+            return count(request)
+
+        await guard.asend(send, history)
+        assert attempts == [1, 2] and secret in sent[1]
+        sent.clear()
+        for n in range(2):
+            history.extend(_turn(fmt, f"Noted {n}.", "Go on."))
+            await guard.asend(send, history)
+        assert not any(secret in text for text in sent)
+        assert "[REDACTED]" in sent[-1]
+
+    asyncio.run(run())
+
+
+def test_a_tool_message_with_a_kept_stub_is_sent_with_the_fields_it_has_now() -> None:
+    """The agent renames a Chat tool result's call id (and its call's), or adds a field, by
+    replacing the fields, without ``invalidate``: the stubbed copy made before was sent,
+    with the old id (PairingError: an orphaned result) or without the field."""
+    window, attempts, sent = 40_000, [], []
+    dump = "".join(f"{i:08x}" for i in range(7_000))
+    budget = ContextWindowBudget(window, reserved_output=1_000, margin=0)
+    config = PruneConfig(threshold=10**9, min_turns=1000, turn_floor_fraction=None)
+    guard = ContextGuard("gpt-4o", budget=budget, prune=config, calibration=False)
+    send = _hex_provider(window, attempts, sent)
+    history = _redactable("openai_chat", dump)
+    guard.send(send, history)
+    assert attempts == [1, 2]
+    history[1]["tool_calls"] = [{**history[1]["tool_calls"][0], "id": "call_NEW"}]
+    history[2]["tool_call_id"] = "call_NEW"
+    history[2]["name"] = "hexdump"
+    history += _turn("openai_chat", "Noted.", "Go on.")
+    attempts.clear()
+    result = guard.send(send, history).request.messages
+    assert attempts == [1]
+    assert result[2]["tool_call_id"] == "call_NEW" and result[2]["name"] == "hexdump"
+    assert dump not in json.dumps(result[2])
 
 
 def openai_counting(

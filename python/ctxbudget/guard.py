@@ -71,7 +71,7 @@ from ctxbudget.prune import PruneConfig, Pruner, make_budget
 from ctxbudget.request import RequestEstimate, RequestEstimator, check_max_tokens
 from ctxbudget.result_placement import ResultPlacement
 from ctxbudget.result_size import ResultSizer
-from ctxbudget.sticky_stubs import StickyStubs
+from ctxbudget.sticky_stubs import Made, StickyStubs
 from ctxbudget.summary_memory import SummaryMemory
 from ctxbudget.summary_prompt import largest_summary
 from ctxbudget.turns import PairingError, ScanCache, resolve_ids, scan_one
@@ -232,7 +232,7 @@ class _Call:
     #: accepted: the largest-first step's, and the run start's stubs of abandoned results
     #: (kept per call: the guard's lock is released while a request is in flight, and
     #: another call may run).
-    made: list[tuple[Any, int, str]] = field(default_factory=list)
+    made: list[Made] = field(default_factory=list)
     #: The latest view's pruning: its messages, where each was in the pruner's input
     #: (:attr:`~ctxbudget.prune.PruneResult.positions`) and that input; see :meth:`stands_for`.
     pruned_from: list[tuple[list[Any], tuple[int | None, ...] | None, list[Any]]] = field(
@@ -868,9 +868,8 @@ class ContextGuard:
             # more than the estimate does, and sent whole they would be refused again.
             old_kept = reason == "overflow" or call.run_start
             kept = ("interrupted", "old") if old_kept else ("interrupted",)
-            call.made.extend(
-                (source[p.index], p.slot, p.stub) for p in pruned.pruned if p.kind in kept
-            )
+            made = [(source[p.index], p.slot, p.stub) for p in pruned.pruned if p.kind in kept]
+            call.made.extend(self._sticky.noted(call.fmt, made))
             fresh_from = len(pruned.messages) - (len(msgs) - pruned.tail_start)
             view = pruned.messages
             est = self._estimate(view, system, tools, max_tokens, pruned.estimate)
@@ -1117,7 +1116,8 @@ class ContextGuard:
             out, made = self._stub_results(call.fmt, view, need, fresh_from)
             if not made:
                 break
-            call.made.extend((*call.stands_for(m, slot), stub) for m, slot, stub in made)
+            stands = [(*call.stands_for(m, slot), stub) for m, slot, stub in made]
+            call.made.extend(self._sticky.noted(call.fmt, stands))
             n = len(made)
             view, stubbed = out, stubbed + n
             est = self._estimate(view, call.system, call.tools, max_tokens)

@@ -3,15 +3,17 @@
 A result stubbed in a request the provider accepted is stubbed again in every later request
 while its message stays in the history: the model never saw it whole, and sent whole it
 would overflow again (a result the estimate under-counts). :class:`StickyStubs` keeps, per
-message, which results were stubbed and a copy of each as it was, so that a result the agent
-changed since (edited in place, redacted, replaced) is sent as it is now, never as the stub
-of what it was.
+message, which results were stubbed and a fingerprint of each as it was when its stub was
+made, so that a result the agent changed since (edited in place, redacted, replaced, even
+while the request was in flight) is sent as it is now, never as the stub of what it was.
 """
 
 from __future__ import annotations
 
-import copy
+import hashlib
+import io
 import operator
+import pickle
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
@@ -22,6 +24,9 @@ __all__ = ["StickyStubs"]
 
 # slot -> what tells a tool result from another: its call id and the fields of its output
 Results = dict[int, tuple[Any, ...]]
+# (message, slot, stub) of a result stubbed, and the fingerprint of the result when the stub
+# was made (None: read when remembered)
+Made = tuple[Any, int, str, tuple[Any, ...] | None]
 
 # the results field of a message edited in place: read again on the next apply
 _STALE = object()
@@ -33,9 +38,10 @@ class _Kept(NamedTuple):
     message: Any
     field: Any  # its results field (the object), or _STALE
     items: tuple[Any, ...] | None  # that field's blocks when it was read (None: not a list)
+    top: tuple[tuple[Any, Any], ...] | None  # the message's fields, as objects (_top)
     slots: dict[int, str]  # slot -> stub
     stubbed: Any  # the stubbed copy sent in its place
-    results: Results  # slot -> a copy of the result stubbed there, as it was
+    results: Results  # slot -> the fingerprint of the result stubbed there, as it was
 
 
 class _Loose(NamedTuple):
@@ -45,7 +51,7 @@ class _Loose(NamedTuple):
     message: Any
     slots: dict[int, str]
     at: int | None  # where it was in the last view
-    results: Results | None  # None: a state pickled before results were kept (read anew)
+    results: Results | None  # None: a state pickled before fingerprints were kept (read anew)
 
 
 class StickyStubs:
@@ -66,19 +72,33 @@ class StickyStubs:
         # in them changed in place (what was read of them before is stale)
         self.changed: list[Any] = []
 
-    def remember(self, fmt: str, made: Sequence[tuple[Any, int, str]]) -> None:
-        """Add the ``(message, slot, stub)`` of results stubbed in an accepted request."""
-        for m, slot, stub in made:
+    def noted(self, fmt: str, made: Iterable[tuple[Any, int, str]]) -> list[Made]:
+        """The ``(message, slot, stub)`` of results just stubbed, each with the fingerprint of
+        its result now (for :meth:`remember`: a result changed while its request is in flight
+        is not kept stubbed)."""
+        return [(m, slot, stub, _snapshot(fmt, m, [slot]).get(slot)) for m, slot, stub in made]
+
+    def remember(self, fmt: str, made: Sequence[Made | tuple[Any, int, str]]) -> None:
+        """Add the results stubbed in an accepted request: ``(message, slot, stub)``, with the
+        fingerprint :meth:`noted` took when the stub was made. A result that is not what it
+        was then (the agent redacted it while the request was in flight) is left out: its
+        stub quotes what it was."""
+        for m, slot, stub, *then in made:
             copied = self._origin.get(id(m))
             original = copied[1] if copied is not None and copied[0] is m else m
+            now = _snapshot(fmt, original, [slot]).get(slot)
+            if now is None or (then and then[0] is not None and not _equal(now, then[0])):
+                continue
             old = self._by_id.get(id(original))
             if old is None or old.message is not original:
                 old = None
             slots = dict(old.slots) if old is not None else {}
             results = dict(old.results) if old is not None else {}
-            slots[slot] = stub
-            results.update(_snapshot(fmt, original, [slot]))
-            self._keep(self._kept(fmt, original, slots, results))
+            slots[slot], results[slot] = stub, now
+            kept = self._kept(fmt, original, slots, results)
+            if old is not None and old.field is _STALE:  # invalidated meanwhile: read again
+                kept = kept._replace(field=_STALE)
+            self._keep(kept)
 
     def apply(self, fmt: str, view: list[Any]) -> list[Any]:
         """``view`` with the remembered stubs in place (``view`` itself when none apply);
@@ -101,12 +121,16 @@ class StickyStubs:
         for key, i in found.items():
             hit = self._by_id[key]
             field = results_ref(fmt, view[i])
-            same = hit.field is field and _same_items(_items(field), hit.items)
-            now = hit if same else self._renewed(fmt, hit.message, hit.slots, hit.results)
+            same = (
+                hit.field is field
+                and _same_items(_items(field), hit.items)
+                and _same_top(_top(view[i]), hit.top)
+            )
+            now, dropped = (hit, False) if same else self._renewed(fmt, hit)
             if now is not None:
                 out[i] = now.stubbed
                 kept[key] = now
-            elif field is hit.field:  # the same field, a result in it changed: in place
+            if dropped and field is hit.field:  # a result changed in place, in the same field
                 self.changed.append(hit.message)
         self._by_id = kept
         self._origin = {id(v.stubbed): (v.stubbed, v.message) for v in kept.values()}
@@ -115,15 +139,15 @@ class StickyStubs:
 
     def invalidate(self, message: Any = None) -> None:
         """After ``message`` (every message, when it is None) was edited in place: on the next
-        :meth:`apply` its results are compared with the copies kept, its stubs kept for those
-        unchanged (wherever they moved to in it) and its stubbed copy made again from what it
-        holds now (a copy made before the edit would send the old message)."""
+        :meth:`apply` its results are compared with the fingerprints kept, its stubs kept for
+        those unchanged (wherever they moved to in it) and its stubbed copy made again from
+        what it holds now (a copy made before the edit would send the old message)."""
         for key, hit in list(self._by_id.items()):
             if message is None or key == id(message):
                 self._by_id[key] = hit._replace(field=_STALE)
 
     def __getstate__(self) -> dict[str, Any]:
-        """The stubs kept, each with the message it stands for and the copies of its results
+        """The stubs kept, each with the message it stands for and its results' fingerprints
         (a copy of the state holds those messages, unpickled as other objects): the next
         :meth:`apply` finds each message in its view, the same object or an equal one, and
         keeps the stubs of the results found there unchanged."""
@@ -135,19 +159,22 @@ class StickyStubs:
         # (a state pickled by an older version has no copies, or no positions either)
         self._loose = [_Loose(*entry, *(None,) * (4 - len(entry))) for entry in state["loose"]]
 
-    def _renewed(
-        self, fmt: str, message: Any, slots: dict[int, str], then: Results
-    ) -> _Kept | None:
-        """The stubs of ``message`` once its results field holds a new object or other blocks,
-        or it was edited in place: kept, its stubbed copy made again from what it holds now,
-        when the results stubbed are all there unchanged, wherever they moved to in it (a
-        block list rebuilt each turn, as code moving ``cache_control`` does; a note added to
-        it); ``None`` when one of them changed or went (sent as it is now)."""
-        moved = _moved(_results(fmt, message), slots, then)
-        if moved is None:
-            return None
-        new_slots = {moved[s]: stub for s, stub in slots.items()}
-        return self._kept(fmt, message, new_slots, {moved[s]: then[s] for s in slots})
+    def _renewed(self, fmt: str, hit: _Kept) -> tuple[_Kept | None, bool]:
+        """The stubs of ``hit.message`` once its results field holds a new object or other
+        blocks, another field of it was replaced, or it was edited in place: kept for the
+        results still there unchanged, wherever they moved to in it (a block list rebuilt
+        each turn, as code moving ``cache_control`` does; a note added to it), its stubbed
+        copy made again from what it holds now (``None`` when no stubbed result is left: it
+        is sent as it is); and whether the stub of a result that changed or went was
+        dropped."""
+        moved = _moved(_results(fmt, hit.message), hit.slots, hit.results)
+        dropped = len(moved) < len(hit.slots)
+        if not moved:
+            return None, dropped
+        slots = {k: hit.slots[s] for s, (k, _) in moved.items()}
+        # (the fingerprints of the results as the message holds them: a string kept is then
+        # the message's own, not that of a history loaded before it)
+        return self._kept(fmt, hit.message, slots, dict(moved.values())), dropped
 
     def _kept(self, fmt: str, message: Any, slots: dict[int, str], results: Results) -> _Kept:
         """What is kept of ``message`` with the results at ``slots`` stubbed: its stubbed copy
@@ -156,7 +183,7 @@ class StickyStubs:
         new = replace_results(fmt, message, slots, drop_media=self.drop_media)
         stubbed = in_history_type([new], [message])[0]
         field = results_ref(fmt, message)
-        return _Kept(message, field, _items(field), slots, stubbed, results)
+        return _Kept(message, field, _items(field), _top(message), slots, stubbed, results)
 
     def _keep(self, kept: _Kept, at: int | None = None) -> None:
         """Record ``kept``, its message at ``at`` in the last view (searched when not given)."""
@@ -190,7 +217,7 @@ class StickyStubs:
             if i is None and at is not None and at < len(view):
                 there = view[at]
                 free = id(there) not in self._by_id
-                i = at if free and _moved(_results(fmt, there), slots, then) is not None else None
+                i = at if free and _moved(_results(fmt, there), slots, then) else None
             if i is None:
                 i = next(
                     (
@@ -202,7 +229,7 @@ class StickyStubs:
                 )
             if i is None or id(view[i]) in self._by_id:
                 continue
-            kept = self._renewed(fmt, view[i], slots, then)
+            kept, _ = self._renewed(fmt, _Kept(view[i], _STALE, None, None, slots, None, then))
             if kept is not None:
                 self._keep(kept, at=i)
 
@@ -251,36 +278,88 @@ def _results(fmt: str, message: Any) -> Results:
 
 
 def _snapshot(fmt: str, message: Any, slots: Iterable[int]) -> Results:
-    """Copies of the results of ``message`` at ``slots``, apart from its own objects: an edit
-    of them in place (a redacted output) must not reach the copy it is compared with."""
+    """The fingerprints of the results of ``message`` at ``slots`` (see :func:`_fingerprint`)."""
     found = _results(fmt, message)
-    out: Results = {}
-    for slot in slots:
-        if slot in found:
-            try:
-                out[slot] = copy.deepcopy(found[slot])
-            except Exception:  # an object of the caller's own that cannot be copied
-                out[slot] = found[slot]
-    return out
+    return {slot: _fingerprinted(found[slot]) for slot in slots if slot in found}
 
 
-def _moved(now: Results, slots: Iterable[int], then: Results) -> dict[int, int] | None:
-    """Old slot -> the slot of ``now`` holding the result ``then`` had there (the same slot
-    when it still does, else the first equal one not taken); ``None`` when one is missing."""
-    taken: dict[int, int] = {}
+def _fingerprinted(result: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple(map(_fingerprint, result))
+
+
+class _Digest(bytes):
+    """The digest of a value's pickle: equal only to the digest of an equal value."""
+
+
+def _fingerprint(value: Any) -> Any:
+    """What a field of a result is compared by later: the value itself when it cannot change
+    (a string, shared, not copied), else a 16-byte digest of its pickle, which an edit in
+    place of the caller's container (a redacted row of a structured output) does not reach,
+    and which costs little to keep however large the value (a copy kept doubled the memory
+    of a large structured output, and made a recovery turn 1.3-2x slower). Pickled without
+    its memo, so that equal values give equal digests whether or not they share objects (a
+    history loaded anew from JSON shares none). A value that cannot be pickled is kept as
+    the object itself (an edit in place of it is then seen only when compared with ``==``)."""
+    if value is None or isinstance(value, str | bytes | int | float):
+        return value
+    out = io.BytesIO()
+    pickler = pickle.Pickler(out, protocol=5)
+    pickler.fast = True  # (no memo: a value holding itself raises, and is kept as it is)
+    try:
+        pickler.dump(value)
+    except Exception:
+        return value
+    return _Digest(hashlib.blake2b(out.getbuffer(), digest_size=16).digest())
+
+
+def _moved(now: Results, slots: Iterable[int], then: Results) -> dict[int, tuple[int, Any]]:
+    """Old slot -> the slot of ``now`` holding the result whose fingerprint ``then`` had
+    there, and its fingerprint now: the same call id and output (the same slot first), else
+    the same output under another call id (a call renamed); the slots whose result is gone or
+    changed are left out."""
+    prints: dict[int, tuple[Any, ...]] = {}
+
+    def printed(k: int) -> tuple[Any, ...]:
+        if k not in prints:
+            prints[k] = _fingerprinted(now[k])
+        return prints[k]
+
+    taken: dict[int, tuple[int, Any]] = {}
+    renamed = []
     for slot in slots:
         result = then.get(slot)
         if result is None:
-            return None
-        used = taken.values()
-        if slot in now and slot not in used and _equal(now[slot], result):
-            taken[slot] = slot
             continue
-        k = next((k for k, r in now.items() if k not in used and _equal(r, result)), None)
+        order = ([slot] if slot in now else []) + [k for k in now if k != slot]
+        used = {k for k, _ in taken.values()}
+        k = next((k for k in order if k not in used and _equal(printed(k), result)), None)
         if k is None:
-            return None
-        taken[slot] = k
+            renamed.append(slot)
+        else:
+            taken[slot] = (k, printed(k))
+    for slot in renamed:
+        used = {k for k, _ in taken.values()}
+        output = then[slot][1:]
+        k = next((k for k in now if k not in used and _equal(printed(k)[1:], output)), None)
+        if k is not None:
+            taken[slot] = (k, printed(k))
     return taken
+
+
+def _top(message: Any) -> tuple[tuple[Any, Any], ...] | None:
+    """The fields of a message (a dict's items, an object's ``__dict__``'s) as the objects
+    they hold: another one replaced (an id renamed, a field added) makes its stubbed copy
+    again."""
+    fields = message if isinstance(message, dict) else getattr(message, "__dict__", None)
+    return tuple(fields.items()) if isinstance(fields, dict) else None
+
+
+def _same_top(a: tuple[tuple[Any, Any], ...] | None, b: tuple[tuple[Any, Any], ...] | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    if len(a) != len(b):
+        return False
+    return all(x[0] == y[0] and x[1] is y[1] for x, y in zip(a, b, strict=True))
 
 
 def _items(field: Any) -> tuple[Any, ...] | None:
