@@ -1571,6 +1571,35 @@ def test_a_tool_message_with_a_kept_stub_is_sent_with_the_fields_it_has_now() ->
     assert dump not in json.dumps(result[2])
 
 
+@pytest.mark.parametrize("fmt", ["openai_chat", "anthropic", "gemini"])
+def test_a_kept_stub_under_a_reused_call_id_survives_the_oldest_round_cut(fmt: str) -> None:
+    """A model numbering its calls per response (``call_0`` every round): the guard sends
+    the second round's under a renamed id, and stubs its large output to recover. The agent
+    then cuts the oldest round (a sliding window): the id is no longer reused, the caller's
+    message is sent in place of the renamed copy, and the stub was lost (one more refused
+    send); it follows the output now."""
+    window, attempts, sent = 40_000, [], []
+    dump = "".join(f"{i:08x}" for i in range(7_000))
+    budget = ContextWindowBudget(window, reserved_output=1_000, margin=0)
+    config = PruneConfig(threshold=10**9, min_turns=1000, turn_floor_fraction=None)
+    guard = ContextGuard("gpt-4o", budget=budget, prune=config, calibration=False, format=fmt)
+    send = _hex_provider(window, attempts, sent)
+
+    def round_of(output: str) -> list[dict[str, Any]]:
+        messages = _redactable(fmt, output)
+        text = json.dumps(messages).replace('"a"', '"call_0"')  # the ids, not the outputs
+        return [*json.loads(text), *_turn(fmt, "Noted.", "Go on.")]
+
+    first, second = round_of("a.txt"), round_of(dump)
+    history = [*first, *second]
+    guard.send(send, history)
+    assert attempts == [1, 2]
+    history = [*second]  # the oldest round cut
+    attempts.clear(), sent.clear()
+    guard.send(send, history)
+    assert attempts == [1] and dump not in sent[0]
+
+
 def openai_counting(
     window: int, skew: float, seen: list[tuple[int, int, int]], tool_skew: float | None = None
 ) -> Any:

@@ -211,8 +211,10 @@ class StickyStubs:
             # the same object when it is still there (an equal one before it is another
             # message: the same output twice), else one not kept yet: the one where it was
             # when it holds the same results (its other blocks may differ: code moving
-            # ``cache_control``), else the first equal one. (Ids tell: ``original`` is alive,
-            # held here.)
+            # ``cache_control``), else the first equal one, else the first that holds those
+            # outputs (under other call ids: a history cut from the front, whose reused ids
+            # the guard no longer renames, holds the caller's message in place of the renamed
+            # copy the stubs were kept for). (Ids tell: ``original`` is alive, held here.)
             i = present.get(id(original))
             if i is None and at is not None and at < len(view):
                 there = view[at]
@@ -224,6 +226,15 @@ class StickyStubs:
                         k
                         for k, m in enumerate(view)
                         if id(m) not in self._by_id and _equal(m, original)
+                    ),
+                    None,
+                )
+            if i is None:
+                i = next(
+                    (
+                        k
+                        for k, m in enumerate(view)
+                        if id(m) not in self._by_id and _moved(_results(fmt, m), slots, then)
                     ),
                     None,
                 )
