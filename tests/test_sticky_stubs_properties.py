@@ -6,7 +6,8 @@ place (then ``invalidate(message)``), a result block replaced by a new one, a no
 before the results in place, parallel results reordered, the history reloaded from JSON, the
 guard copied or pickled. Every output carries a version tag at its head, which its stub
 quotes: no request may ever carry an old version of an output, whole or in a stub, nor break
-tool-call pairing.
+tool-call pairing; and an output stubbed in the last accepted request and unchanged since is
+never sent whole again.
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ TAG = re.compile(r"<(c\d+)v(\d+)>")
 
 
 def output(cid: str, version: int) -> str:
-    return f"<{cid}v{version}> {DUMP}"
+    """The output of call ``cid`` at ``version``: tagged at its head, which a stub quotes,
+    and at its end, which only the whole output holds."""
+    return f"<{cid}v{version}> {DUMP} </{cid}v{version}>"
 
 
 def call_turn(fmt: str, cids: list[str], versions: dict[str, int]) -> list[dict[str, Any]]:
@@ -177,6 +180,7 @@ def test_no_request_carries_an_old_version_of_an_output(
         else [{"role": "user", "parts": [{"text": "Dump them."}]}]
     )
     versions: dict[str, int] = {}
+    stubbed: dict[str, int] = {}  # call id -> version stubbed in the last accepted request
     n_calls = 0
     for n, (calls, how, k) in enumerate(turns):
         cids = [f"c{n_calls + i}" for i in range(calls)]
@@ -195,3 +199,12 @@ def test_no_request_carries_an_old_version_of_an_output(
         for text in sent:
             for cid, version in TAG.findall(text):
                 assert int(version) == versions[cid], (how, cid, version, versions[cid])
+        # an output stubbed last time and unchanged since is not sent whole again (it was
+        # refused then: a stub lost costs a refused send)
+        for cid, version in stubbed.items():
+            if versions[cid] == version:
+                assert f"</{cid}v{version}>" not in sent[0], (how, cid)
+        accepted = sent[-1]
+        stubbed = {
+            cid: int(v) for cid, v in TAG.findall(accepted) if f"</{cid}v{v}>" not in accepted
+        }
