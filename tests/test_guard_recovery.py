@@ -1600,6 +1600,33 @@ def test_a_kept_stub_under_a_reused_call_id_survives_the_oldest_round_cut(fmt: s
     assert attempts == [1] and dump not in sent[0]
 
 
+@pytest.mark.parametrize("fmt", ["anthropic", "gemini"])
+def test_a_kept_stub_survives_a_history_reloaded_with_its_keys_reordered(fmt: str) -> None:
+    """The agent stores its history where objects come back with their keys in another
+    order (PostgreSQL ``jsonb``) and reloads it each turn: a structured output stubbed to
+    recover is the same output, and stays stubbed (its digest read the key order)."""
+    window, attempts, sent = 40_000, [], []
+    dump = "".join(f"{i:08x}" for i in range(7_000))
+    budget = ContextWindowBudget(window, reserved_output=1_000, margin=0)
+    config = PruneConfig(threshold=10**9, min_turns=1000, turn_floor_fraction=None)
+    guard = ContextGuard("gpt-4o", budget=budget, prune=config, calibration=False, format=fmt)
+    send = _hex_provider(window, attempts, sent)
+    history = _redactable(fmt, dump)
+    if fmt == "anthropic":  # the output as a list of text blocks, keys type then text
+        history[2]["content"][0]["content"] = [{"type": "text", "text": dump}]
+    else:  # a response of two fields, output then exit_code
+        history[2]["parts"][0]["function_response"]["response"]["exit_code"] = 0
+    guard.send(send, history)
+    assert attempts == [1, 2]
+    for n in range(2):
+        history = json.loads(
+            json.dumps([*history, *_turn(fmt, f"Noted {n}.", "Go on.")], sort_keys=True)
+        )
+        attempts.clear(), sent.clear()
+        guard.send(send, history)
+        assert attempts == [1] and dump not in sent[0]
+
+
 def openai_counting(
     window: int, skew: float, seen: list[tuple[int, int, int]], tool_skew: float | None = None
 ) -> Any:

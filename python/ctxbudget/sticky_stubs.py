@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import operator
 import pickle
 from collections.abc import Iterable, Sequence
@@ -159,15 +160,18 @@ class StickyStubs:
         # (a state pickled by an older version has no copies, or no positions either)
         self._loose = [_Loose(*entry, *(None,) * (4 - len(entry))) for entry in state["loose"]]
 
-    def _renewed(self, fmt: str, hit: _Kept) -> tuple[_Kept | None, bool]:
+    def _renewed(
+        self, fmt: str, hit: _Kept, moved: dict[int, tuple[int, Any]] | None = None
+    ) -> tuple[_Kept | None, bool]:
         """The stubs of ``hit.message`` once its results field holds a new object or other
         blocks, another field of it was replaced, or it was edited in place: kept for the
         results still there unchanged, wherever they moved to in it (a block list rebuilt
         each turn, as code moving ``cache_control`` does; a note added to it), its stubbed
         copy made again from what it holds now (``None`` when no stubbed result is left: it
         is sent as it is); and whether the stub of a result that changed or went was
-        dropped."""
-        moved = _moved(_results(fmt, hit.message), hit.slots, hit.results)
+        dropped. ``moved``: what :func:`_moved` gives for it, when already read."""
+        if moved is None:
+            moved = _moved(_results(fmt, hit.message), hit.slots, hit.results)
         dropped = len(moved) < len(hit.slots)
         if not moved:
             return None, dropped
@@ -215,11 +219,10 @@ class StickyStubs:
             # outputs (under other call ids: a history cut from the front, whose reused ids
             # the guard no longer renames, holds the caller's message in place of the renamed
             # copy the stubs were kept for). (Ids tell: ``original`` is alive, held here.)
+            matched: dict[int, dict[int, tuple[int, Any]]] = {}  # index -> _moved there
             i = present.get(id(original))
             if i is None and at is not None and at < len(view):
-                there = view[at]
-                free = id(there) not in self._by_id
-                i = at if free and _moved(_results(fmt, there), slots, then) else None
+                i = at if self._holds(fmt, view, at, slots, then, matched) else None
             if i is None:
                 i = next(
                     (
@@ -233,16 +236,34 @@ class StickyStubs:
                 i = next(
                     (
                         k
-                        for k, m in enumerate(view)
-                        if id(m) not in self._by_id and _moved(_results(fmt, m), slots, then)
+                        for k in range(len(view))
+                        if self._holds(fmt, view, k, slots, then, matched)
                     ),
                     None,
                 )
             if i is None or id(view[i]) in self._by_id:
                 continue
-            kept, _ = self._renewed(fmt, _Kept(view[i], _STALE, None, None, slots, None, then))
+            stale = _Kept(view[i], _STALE, None, None, slots, None, then)
+            kept, _ = self._renewed(fmt, stale, matched.get(i))
             if kept is not None:
                 self._keep(kept, at=i)
+
+    def _holds(
+        self,
+        fmt: str,
+        view: list[Any],
+        k: int,
+        slots: dict[int, str],
+        then: Results,
+        matched: dict[int, dict[int, tuple[int, Any]]],
+    ) -> bool:
+        """Whether ``view[k]``, not kept yet, holds some of the results ``then`` had at
+        ``slots`` (what :func:`_moved` found there goes in ``matched``)."""
+        if id(view[k]) in self._by_id:
+            return False
+        if k not in matched:
+            matched[k] = _moved(_results(fmt, view[k]), slots, then)
+        return bool(matched[k])
 
     def _find(self, view: list[Any]) -> dict[int, int]:
         """id -> index in ``view`` of the remembered messages it holds: where they were
@@ -299,28 +320,49 @@ def _fingerprinted(result: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 class _Digest(bytes):
-    """The digest of a value's pickle: equal only to the digest of an equal value."""
+    """A 16-byte digest of a value: equal only to the digest of an equal value."""
 
 
 def _fingerprint(value: Any) -> Any:
     """What a field of a result is compared by later: the value itself when it cannot change
-    (a string, shared, not copied), else a 16-byte digest of its pickle, which an edit in
-    place of the caller's container (a redacted row of a structured output) does not reach,
-    and which costs little to keep however large the value (a copy kept doubled the memory
-    of a large structured output, and made a recovery turn 1.3-2x slower). Pickled without
-    its memo, so that equal values give equal digests whether or not they share objects (a
-    history loaded anew from JSON shares none). A value that cannot be pickled is kept as
-    the object itself (an edit in place of it is then seen only when compared with ``==``)."""
+    (a string: shared, not copied), else a digest of it (:func:`_json_digest`), which an edit
+    in place of the caller's container (a redacted row of a structured output) does not
+    reach, and which costs little to keep however large the value (a deep copy kept doubled
+    the memory of a large structured output, and made a recovery turn 1.3-2x slower). A value
+    neither digest reads is kept as the object itself (an edit in place of it is then seen
+    only by ``==``)."""
     if value is None or isinstance(value, str | bytes | int | float):
         return value
+    for digest in (_json_digest, _pickle_digest):
+        try:
+            return _Digest(digest(value))
+        except Exception:  # (the next way; a caller's object of its own)
+            continue
+    return value
+
+
+def _json_digest(value: Any) -> bytes:
+    """The digest of ``value``'s JSON with its keys sorted: the same for the value loaded
+    anew from storage that orders keys its own way (PostgreSQL ``jsonb``), with other
+    objects, or with numpy floats turned into floats; objects JSON has no form for by their
+    ``repr`` (a function's tells the very object)."""
+    text = json.dumps(value, sort_keys=True, default=_described)
+    return hashlib.blake2b(text.encode("ascii"), digest_size=16).digest()
+
+
+def _described(o: object) -> str:
+    return f"<{type(o).__module__}.{type(o).__qualname__} {o!r}>"
+
+
+def _pickle_digest(value: Any) -> bytes:
+    """The digest of ``value``'s pickle, written without a memo (equal values give equal
+    bytes whether or not they share objects): for what JSON cannot write with its keys
+    sorted (keys of several types)."""
     out = io.BytesIO()
     pickler = pickle.Pickler(out, protocol=5)
-    pickler.fast = True  # (no memo: a value holding itself raises, and is kept as it is)
-    try:
-        pickler.dump(value)
-    except Exception:
-        return value
-    return _Digest(hashlib.blake2b(out.getbuffer(), digest_size=16).digest())
+    pickler.fast = True  # (a value holding itself raises)
+    pickler.dump(value)
+    return hashlib.blake2b(out.getbuffer(), digest_size=16).digest()
 
 
 def _moved(now: Results, slots: Iterable[int], then: Results) -> dict[int, tuple[int, Any]]:
