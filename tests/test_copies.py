@@ -321,3 +321,28 @@ def test_a_stub_stays_on_its_own_message_when_an_equal_one_comes_before() -> Non
     assert stubbed(sticky.apply("gemini", json.loads(json.dumps(history)))) == [6]
     again = pickle.loads(pickle.dumps(sticky))
     assert stubbed(again.apply("gemini", json.loads(json.dumps(history)))) == [6]
+
+
+def test_kept_stubs_pickled_with_copies_of_their_results_apply_after_an_upgrade() -> None:
+    """A guard pickled by a version that kept copies of the stubbed results (not their
+    fingerprints): its stubs still apply to the unchanged result (they were lost once, a
+    refused send), and not to a changed one."""
+    from ctxbudget.sticky_stubs import StickyStubs
+
+    response = {"output": "a.py\n" * 3000, "exit_code": 0}
+    part = {"function_response": {"id": "c1", "name": "ls", "response": response}}
+    message = {"role": "user", "parts": [part]}
+    old_state = {  # (message, slot -> stub, position, slot -> the result copied)
+        "loose": [
+            (copy.deepcopy(message), {0: "[stub]"}, 0, {0: ("c1", "ls", dict(response), None)})
+        ],
+        "drop_media": True,
+    }
+    sticky = StickyStubs()
+    sticky.__setstate__(copy.deepcopy(old_state))
+    assert "[stub]" in json.dumps(sticky.apply("gemini", [message]))
+    changed = copy.deepcopy(message)
+    changed["parts"][0]["function_response"]["response"]["exit_code"] = 1
+    sticky = StickyStubs()
+    sticky.__setstate__(copy.deepcopy(old_state))
+    assert "[stub]" not in json.dumps(sticky.apply("gemini", [changed]))

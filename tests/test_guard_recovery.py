@@ -1627,6 +1627,70 @@ def test_a_kept_stub_survives_a_history_reloaded_with_its_keys_reordered(fmt: st
         assert attempts == [1] and dump not in sent[0]
 
 
+@pytest.mark.parametrize("fmt", ["openai_chat", "anthropic", "gemini"])
+def test_an_output_read_again_is_not_taken_for_the_stub_of_the_same_output_cut(fmt: str) -> None:
+    """An output is stubbed to recover; the model runs the tool again, as its stub says, and
+    gets the same output under a new call id; the agent then cuts the oldest round, so the
+    new result takes the old one's place. It is sent whole (it fits): it took the kept stub
+    of the output cut, and the model would have been told again to read it again."""
+    window, attempts, sent, refused = 40_000, [], [], []
+    dump = "".join(f"{i:08x}" for i in range(7_000))
+    budget = ContextWindowBudget(window, reserved_output=1_000, margin=0)
+    config = PruneConfig(threshold=10**9, min_turns=1000, turn_floor_fraction=None)
+    guard = ContextGuard("gpt-4o", budget=budget, prune=config, calibration=False, format=fmt)
+
+    def send(request: GuardedRequest) -> dict[str, Any]:
+        """Refuses the first request only (a deployment's limit that was lifted since)."""
+        sent.append(json.dumps(request.messages))
+        attempts.append(request.attempt)
+        if not refused:
+            refused.append(request.attempt)
+            raise RuntimeError(f"prompt is too long: {window + 100} tokens > {window} maximum")
+        return {"usage": {"input_tokens": request.estimate.raw.total}}
+
+    history = _redactable(fmt, dump)
+    guard.send(send, history)
+    assert attempts == [1, 2] and dump not in sent[1]
+    again = json.loads(json.dumps(_redactable(fmt, dump)).replace('"a"', '"b"'))  # a new id
+    history = [*history, *_turn(fmt, "It was too large.", "Read it again."), *again[1:]]
+    attempts.clear(), sent.clear()
+    guard.send(send, history[3:])  # the oldest round cut
+    assert attempts == [1] and dump in sent[0]
+
+
+def test_a_stub_does_not_move_to_another_tool_s_equal_output_in_its_message() -> None:
+    """grep's and cat's outputs in one message are equal; one alone was stubbed to recover.
+    The agent redacts that one: the other, which the model read whole, stays whole (the
+    stub moved to it, naming the other tool)."""
+    window, sent = 40_000, []
+    dump = "".join(f"{i:08x}" for i in range(3_500))
+
+    def send(request: GuardedRequest) -> dict[str, Any]:
+        """Refuses the first request only, a little over the window."""
+        sent.append(json.dumps(request.messages))
+        if len(sent) == 1:
+            raise RuntimeError(f"prompt is too long: {window + 1_500} tokens > {window} maximum")
+        return {"usage": {"input_tokens": request.estimate.raw.total}}
+
+    budget = ContextWindowBudget(window, reserved_output=1_000, margin=0)
+    config = PruneConfig(threshold=10**9, min_turns=1000, turn_floor_fraction=None)
+    guard = ContextGuard(
+        "gpt-4o", budget=budget, prune=config, calibration=False, format="anthropic"
+    )
+    history = _two_results("anthropic", dump, dump)
+    history[1]["content"][1]["name"] = "cat"
+    guard.send(send, history)
+    blocks = json.loads(sent[-1])[2]["content"]
+    whole = [b["content"] == dump for b in blocks]
+    assert sorted(whole) == [False, True]  # one stubbed
+    stubbed = whole.index(False)
+    history[2]["content"][stubbed] = {**history[2]["content"][stubbed], "content": "[redacted]"}
+    history += _turn("anthropic", "Noted.", "Go on.")
+    guard.send(send, history)
+    blocks = json.loads(sent[-1])[2]["content"]
+    assert blocks[stubbed]["content"] == "[redacted]" and blocks[1 - stubbed]["content"] == dump
+
+
 def openai_counting(
     window: int, skew: float, seen: list[tuple[int, int, int]], tool_skew: float | None = None
 ) -> Any:

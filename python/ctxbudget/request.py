@@ -292,6 +292,18 @@ class RequestEstimator:
             if message is None:
                 self._reset()
 
+    def _one_shot(self, format: str | None) -> RequestEstimator:
+        """An estimator of the same settings, in ``format``, that keeps nothing: for one
+        estimate read afresh (its counter is this one's, not loaded again from a file)."""
+        new = RequestEstimator(
+            self.model, encoding=self.encoding, format=format, profile=self._profile_given
+        )
+        new.counter, new._counter_source = self.counter, self._counter_source
+        new._counter_fn, new._exact_text = self._counter_fn, self._exact_text
+        new.profile = self.profile
+        new._once = True
+        return new
+
     # -- copies and pickles
 
     def __getstate__(self) -> dict[str, Any]:

@@ -158,7 +158,12 @@ class StickyStubs:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(drop_media=state.get("drop_media", True))  # type: ignore[misc]
         # (a state pickled by an older version has no copies, or no positions either)
-        self._loose = [_Loose(*entry, *(None,) * (4 - len(entry))) for entry in state["loose"]]
+        loose = [_Loose(*entry, *(None,) * (4 - len(entry))) for entry in state["loose"]]
+        # (an older version kept copies of the results: their fingerprints now)
+        self._loose = [
+            e if e.results is None else e._replace(results=_refingerprinted(e.results))
+            for e in loose
+        ]
 
     def _renewed(
         self, fmt: str, hit: _Kept, moved: dict[int, tuple[int, Any]] | None = None
@@ -171,7 +176,7 @@ class StickyStubs:
         is sent as it is); and whether the stub of a result that changed or went was
         dropped. ``moved``: what :func:`_moved` gives for it, when already read."""
         if moved is None:
-            moved = _moved(_results(fmt, hit.message), hit.slots, hit.results)
+            moved = _moved(_results(fmt, hit.message), hit.slots, hit.results, same=True)
         dropped = len(moved) < len(hit.slots)
         if not moved:
             return None, dropped
@@ -319,6 +324,11 @@ def _fingerprinted(result: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(map(_fingerprint, result))
 
 
+def _refingerprinted(results: Results) -> Results:
+    """``results`` with every field a fingerprint (a digest stays as it is)."""
+    return {slot: _fingerprinted(r) for slot, r in results.items()}
+
+
 class _Digest(bytes):
     """A 16-byte digest of a value: equal only to the digest of an equal value."""
 
@@ -365,11 +375,14 @@ def _pickle_digest(value: Any) -> bytes:
     return hashlib.blake2b(out.getbuffer(), digest_size=16).digest()
 
 
-def _moved(now: Results, slots: Iterable[int], then: Results) -> dict[int, tuple[int, Any]]:
+def _moved(
+    now: Results, slots: Iterable[int], then: Results, *, same: bool = False
+) -> dict[int, tuple[int, Any]]:
     """Old slot -> the slot of ``now`` holding the result whose fingerprint ``then`` had
     there, and its fingerprint now: the same call id and output (the same slot first), else
-    the same output under another call id (a call renamed); the slots whose result is gone or
-    changed are left out."""
+    the same output under the call's id renamed (:func:`_renamed_from`) or, in the ``same``
+    message, at the same slot under another id once the old one is gone from it (the caller
+    renamed it); the slots whose result is gone or changed are left out."""
     prints: dict[int, tuple[Any, ...]] = {}
 
     def printed(k: int) -> tuple[Any, ...]:
@@ -390,13 +403,34 @@ def _moved(now: Results, slots: Iterable[int], then: Results) -> dict[int, tuple
             renamed.append(slot)
         else:
             taken[slot] = (k, printed(k))
+    ids = {r[0] for r in now.values()}
     for slot in renamed:
         used = {k for k, _ in taken.values()}
-        output = then[slot][1:]
-        k = next((k for k in now if k not in used and _equal(printed(k)[1:], output)), None)
+        cid, output = then[slot][0], then[slot][1:]
+        k = next(
+            (
+                k
+                for k in now
+                if k not in used
+                and (_renamed_from(now[k][0], cid) or (same and k == slot and cid not in ids))
+                and _equal(printed(k)[1:], output)
+            ),
+            None,
+        )
         if k is not None:
             taken[slot] = (k, printed(k))
     return taken
+
+
+def _renamed_from(a: Any, b: Any) -> bool:
+    """Whether call ids ``a`` and ``b`` are one call's, one of them as the guard renamed a
+    reused id (``call_0`` and ``call_0_2``, :mod:`ctxbudget.call_ids`): not another call's
+    result with the same output (the model running the tool again, as a stub tells it to)."""
+    if not isinstance(a, str) or not isinstance(b, str) or a == b:
+        return False
+    long, short = (a, b) if len(a) > len(b) else (b, a)
+    rest = long[len(short) :]
+    return long.startswith(short) and rest[:1] == "_" and rest[1:].isdigit()
 
 
 def _top(message: Any) -> tuple[tuple[Any, Any], ...] | None:
