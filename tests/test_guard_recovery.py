@@ -1691,6 +1691,44 @@ def test_a_stub_does_not_move_to_another_tool_s_equal_output_in_its_message() ->
     assert blocks[stubbed]["content"] == "[redacted]" and blocks[1 - stubbed]["content"] == dump
 
 
+@pytest.mark.parametrize("fmt", ["openai_chat", "anthropic"])
+def test_an_output_redacted_while_the_request_is_in_flight_is_retried_as_it_is_now(
+    fmt: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Another task redacts a large output in place while the request is in flight, and
+    calls ``invalidate`` as asked; the provider refuses the request as it was. The retry
+    sends the redacted history as it is, nothing stubbed. The refused count used to be taken
+    against the redacted estimate (the whole difference "excess": the call failed), with a
+    warning that ``invalidate`` was not called; before that, the same objects made the
+    retry "nothing left to prune"."""
+    secret = "sk-live-51Habc"
+    dump = "".join(f"{i:08x}" for i in range(4_000))
+    history = _redactable(fmt, f"API_KEY={secret}\n{dump}")
+    window = int(estimate_request(history, model="gpt-4o").total * 1.2)
+    counts: list[tuple[int, int]] = []
+
+    def send(request: GuardedRequest) -> dict[str, Any]:
+        # the request as it arrives, 1.3x the estimate
+        count = int(1.3 * estimate_request(request.messages, model="gpt-4o").total)
+        counts.append((request.attempt, count))
+        if request.attempt == 1:  # meanwhile, the scrubber
+            _redact(fmt, history[2], f"API_KEY={secret}\n{dump}", "[redacted]", in_place=True)
+            guard.invalidate(history[2])
+        if count + 1_000 > window:
+            raise RuntimeError(f"prompt is too long: {count} tokens > {window} maximum")
+        return {"usage": {"input_tokens": count}}
+
+    budget = ContextWindowBudget(window, reserved_output=1_000, margin=0)
+    config = PruneConfig(threshold=10**9, min_turns=1000, turn_floor_fraction=None)
+    guard = ContextGuard("gpt-4o", budget=budget, prune=config, calibration=False, format=fmt)
+    with caplog.at_level(logging.WARNING, logger="ctxbudget.guard"):
+        result = guard.send(send, history)
+    assert [attempt for attempt, _ in counts] == [1, 2]
+    sent = json.dumps(result.request.messages)
+    assert "[redacted]" in sent and "ctxbudget:" not in sent and secret not in sent
+    assert "invalidate" not in caplog.text
+
+
 def openai_counting(
     window: int, skew: float, seen: list[tuple[int, int, int]], tool_skew: float | None = None
 ) -> Any:

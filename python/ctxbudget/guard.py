@@ -246,6 +246,9 @@ class _Call:
     #: The request goes with less output than asked for (or without the margin), as the
     #: provider's count allowed (SPEC F5): once taken, the next requests may too.
     output_lowered: bool = False
+    #: The guard's count of :meth:`ContextGuard.invalidate` calls when this call began: more
+    #: by its recovery, and the history was edited while its request was in flight.
+    edits: int = 0
 
     def stands_for(self, message: Any, slot: int) -> tuple[Any, int]:
         """The message of the pruner's input that ``message``, a message of the latest
@@ -407,6 +410,7 @@ class ContextGuard:
         # The provider took a request with a lowered output (SPEC F5), and no request since
         # fitted the budget as it is: later ones go with a lowered output too (_output_cap).
         self._output_lowered = False
+        self._edits = 0  # invalidate() calls (see _Call.edits)
 
     def invalidate(self, message: Any = None) -> None:
         """Forget what was read of ``message`` (or of every message, when it is None) after
@@ -416,6 +420,7 @@ class ContextGuard:
         it and the reading of the list are made anew on the next send; what was learned (the
         calibration, summaries, the stubs of outputs left unchanged) stays."""
         with self._lock:
+            self._edits += 1
             self._sticky.invalidate(message)
             self._forget(message)
 
@@ -609,6 +614,7 @@ class ContextGuard:
         if placed is not caller:
             logger.debug("tool results moved next to their calls in what is sent")
         call = _Call(placed, system, tools, max_tokens, run_start, events, fmt)
+        call.edits = self._edits
         request = yield from self._prepare(call, max_tokens, "proactive", None)
         overflow: OverflowInfo | None = None
         try:
@@ -682,13 +688,18 @@ class ContextGuard:
     def _recover(
         self, call: _Call, request: GuardedRequest, info: OverflowInfo, error: Exception
     ) -> Generator[_Step, Any, GuardedRequest]:
-        """The retry after the provider's overflow ``info`` (SPEC F3-F5)."""
-        request = self._read_anew(call, request, info.measured_input_tokens)
-        measured = self._observe_overflow(request, info)
+        """The retry after the provider's overflow ``info`` (SPEC F3-F5). When the caller
+        edited the history while the request was in flight (and said so: :meth:`invalidate`),
+        the provider counted what it was before: its count is not used (nor learned from)."""
+        edited = call.edits != self._edits
+        sent = request.input_tokens
+        if not edited:
+            request = self._read_anew(call, request, info.measured_input_tokens)
+        measured = None if edited else self._observe_overflow(request, info)
         self._note_limit(info, request, call.max_tokens)
         if measured is None:
             self._note_refused(call.fmt, request, info)
-        lowered = self._lower_output(request, info, call.max_tokens)
+        lowered = None if edited else self._lower_output(request, info, call.max_tokens)
         if lowered is not None:
             call.output_lowered = True
             return lowered
@@ -722,6 +733,7 @@ class ContextGuard:
         if (
             _same_messages(retry.messages, request.messages)
             and retry.max_tokens == request.max_tokens
+            and retry.input_tokens >= sent  # (not the same when edited in place meanwhile)
         ):
             raise ContextOverflowError.from_info(
                 info, model=self.model, reason="nothing left to prune, stub or compact"
