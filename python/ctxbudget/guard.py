@@ -428,7 +428,7 @@ class ContextGuard:
         """What :meth:`invalidate` does but for the stubs kept (under the lock)."""
         self._raw.invalidate(message)
         if self.tracker is not None:
-            self.tracker.invalidate(message)
+            self.tracker.invalidate(message, conversation=self._conversation)
         self._pruner.invalidate(message)
         self._ids.invalidate()
         self._placement.invalidate()
