@@ -1186,6 +1186,53 @@ def long_chat(turns: int) -> list[dict[str, Any]]:
     return [*history, {"role": "user", "content": "Next question?"}]
 
 
+def test_an_invalidate_elsewhere_during_the_flight_leaves_the_recovery_as_it_was() -> None:
+    """Another conversation on the same guard calls ``invalidate`` on one of its own
+    messages while this request is in flight: the provider's count of this request is as
+    good as ever, and the output is lowered by it (SPEC F5). The recovery took any
+    invalidate as an edit of its own history, dropped the count and pruned instead."""
+    window, seen = 128_000, []
+    guard = ContextGuard("gpt-4o", window=window)
+    count = openai_counting(window, 1.27, seen)
+    elsewhere = {"role": "user", "content": "a message of another conversation"}
+
+    def send(request: GuardedRequest) -> dict[str, Any]:
+        if request.attempt == 1:
+            guard.invalidate(elsewhere)
+        return count(request)
+
+    result = guard.send(send, long_chat(30), max_tokens=16_000)
+    ((_, first, out1), (_, second, out2)) = seen
+    assert second == first and out2 < out1  # the same input, less output
+    assert [e.action for e in result.events] == ["lower_output"]
+
+
+def test_an_overflow_nothing_can_shrink_is_not_sent_again_unchanged() -> None:
+    """The provider refuses a request whose input it counts below the estimate (it adds a
+    hidden output of its own), and nothing can be pruned: the call fails at once with the
+    reason, instead of sending the same request a second time (the count lowered the
+    calibrated estimate of the same messages)."""
+    window, sent = 40_000, []
+    history = [{"role": "user", "content": " ".join(f"w{j} q={j * 7 % 13}" for j in range(5_200))}]
+    guard = ContextGuard(
+        "gpt-4o", budget=ContextWindowBudget(window, reserved_output=4_000, margin=0),
+        prune=PruneConfig(threshold=10**9),
+    )  # fmt: skip
+
+    def send(request: GuardedRequest) -> dict[str, Any]:
+        sent.append(request.estimate.raw.total)
+        n = int(request.estimate.raw.total * 0.97)
+        raise RuntimeError(
+            f"This model's maximum context length is {window} tokens. However, you requested"
+            f" {n + 8_000} tokens ({n} in the messages, 8000 in the completion). Please reduce"
+            " the length of the messages or completion."
+        )
+
+    with pytest.raises(ContextOverflowError, match="nothing left to prune"):
+        guard.send(send, history, max_tokens=4_000)
+    assert len(sent) == 1
+
+
 @pytest.mark.parametrize("summarizer", [False, True])
 @pytest.mark.parametrize("tool_output", [False, True])
 def test_after_a_lowered_output_the_next_turns_are_sent_with_one_too(

@@ -566,3 +566,35 @@ def test_an_output_redacted_while_the_request_is_in_flight_is_retried_as_it_is_n
     sent = json.dumps(result.request.messages)
     assert "[redacted]" in sent and "ctxbudget:" not in sent and secret not in sent
     assert "invalidate" not in caplog.text
+
+
+@pytest.mark.parametrize("fmt", ["openai_chat", "anthropic"])
+def test_a_tool_run_again_under_the_same_reused_id_is_sent_whole_after_the_cut(fmt: str) -> None:
+    """A model numbering its calls per response (``call_0`` every round): round 1's output is
+    stubbed to recover; the model runs the tool again (``call_0`` again) and gets the same
+    output, sent whole; the agent then cuts round 1. Round 2's result, now where round 1's
+    was, with the same id and output, took round 1's stub: the output the model asked for
+    again was taken away again."""
+    window, sent, refused = 40_000, [], []
+    dump = "".join(f"{i:08x}" for i in range(7_000))
+
+    def send(request: GuardedRequest) -> dict[str, Any]:
+        """Refuses the first request only, a little over the window."""
+        sent.append(json.dumps(request.messages))
+        if not refused:
+            refused.append(request.attempt)
+            raise RuntimeError(f"prompt is too long: {window + 100} tokens > {window} maximum")
+        return {"usage": {"input_tokens": request.estimate.raw.total}}
+
+    def round_of() -> list[dict[str, Any]]:
+        messages = json.loads(json.dumps(_redactable(fmt, dump)).replace('"a"', '"call_0"'))
+        return [*messages, *_turn(fmt, "Noted.", "Go on.")]
+
+    guard = _recovering_guard(fmt, window)
+    first, second = round_of(), round_of()
+    guard.send(send, first)
+    assert dump not in sent[-1]
+    guard.send(send, [*first, *second])
+    assert sent[-1].count(dump) == 1  # round 2's, whole
+    guard.send(send, second)  # round 1 cut
+    assert dump in sent[-1]

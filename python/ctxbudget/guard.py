@@ -690,16 +690,17 @@ class ContextGuard:
     ) -> Generator[_Step, Any, GuardedRequest]:
         """The retry after the provider's overflow ``info`` (SPEC F3-F5). When the caller
         edited the history while the request was in flight (and said so: :meth:`invalidate`),
-        the provider counted what it was before: its count is not used (nor learned from)."""
-        edited = call.edits != self._edits
-        sent = request.input_tokens
-        if not edited:
+        the provider counted what was sent, as the estimate it was sent with did: that pair
+        stands, and the history is not read anew against it (the difference was taken for
+        tokens no pruning could free)."""
+        sent = request.estimate.raw.total
+        if call.edits == self._edits:
             request = self._read_anew(call, request, info.measured_input_tokens)
-        measured = None if edited else self._observe_overflow(request, info)
+        measured = self._observe_overflow(request, info)
         self._note_limit(info, request, call.max_tokens)
         if measured is None:
             self._note_refused(call.fmt, request, info)
-        lowered = None if edited else self._lower_output(request, info, call.max_tokens)
+        lowered = self._lower_output(request, info, call.max_tokens)
         if lowered is not None:
             call.output_lowered = True
             return lowered
@@ -733,7 +734,7 @@ class ContextGuard:
         if (
             _same_messages(retry.messages, request.messages)
             and retry.max_tokens == request.max_tokens
-            and retry.input_tokens >= sent  # (not the same when edited in place meanwhile)
+            and retry.estimate.raw.total >= sent  # (not the same: edited in place meanwhile)
         ):
             raise ContextOverflowError.from_info(
                 info, model=self.model, reason="nothing left to prune, stub or compact"

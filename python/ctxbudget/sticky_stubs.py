@@ -104,10 +104,12 @@ class StickyStubs:
     def apply(self, fmt: str, view: list[Any]) -> list[Any]:
         """``view`` with the remembered stubs in place (``view`` itself when none apply);
         forgets those whose message left or whose results changed."""
+        # messages cut from the front since the last view (None: not known)
+        cut = _cut(self._view, view) if self._loose or self._by_id else None
         self._view = view
         self.changed = []
         if self._loose:
-            self._bind(fmt, view)
+            self._bind(fmt, view, None)  # (a copy's or an unpickled state's: positions of then)
         if not self._by_id:
             return view
         found = self._find(view)
@@ -115,7 +117,7 @@ class StickyStubs:
             # not the same objects: a history rebuilt from storage each turn holds equal ones
             self._loose = [self._loosened(k) for k in self._by_id if k not in found]
             self._by_id = {k: self._by_id[k] for k in found}
-            self._bind(fmt, view)
+            self._bind(fmt, view, cut)
             found = self._find(view)
         out = list(view)
         kept: dict[int, _Kept] = {}
@@ -209,14 +211,20 @@ class StickyStubs:
         kept = self._by_id[key]
         return _Loose(kept.message, dict(kept.slots), self._at.get(key), kept.results)
 
-    def _bind(self, fmt: str, view: list[Any]) -> None:
+    def _bind(self, fmt: str, view: list[Any], cut: int | None) -> None:
         """Keep the loose stubs again for the messages of ``view`` they stand for, when the
-        results stubbed are there unchanged."""
+        results stubbed are there unchanged; ``cut``: how many messages the list lost at its
+        front since the positions they hold (a stub whose message went with them goes too:
+        the same output after them, under a reused id, is the tool run again)."""
         loose, self._loose = self._loose, []
         present = {id(m): i for i, m in enumerate(view)}
         for original, slots, at, then in loose:
             if then is None:
                 then = _snapshot(fmt, original, slots)
+            if id(original) not in present and at is not None and cut is not None:
+                at -= cut
+                if at < 0:
+                    continue
             # the same object when it is still there (an equal one before it is another
             # message: the same output twice), else one not kept yet: the one where it was
             # when it holds the same results (its other blocks may differ: code moving
@@ -287,6 +295,16 @@ class StickyStubs:
             for i, m in enumerate(view)
             if id(m) in self._by_id and self._by_id[id(m)].message is m
         }
+
+
+def _cut(previous: Sequence[Any], view: Sequence[Any]) -> int | None:
+    """How many messages ``previous`` had before the first of ``view`` (the same object):
+    those cut from the front of the list; ``None`` when it is not there (a summary in their
+    place, a history loaded anew)."""
+    if not view:
+        return None
+    first = view[0]
+    return next((k for k, m in enumerate(previous) if m is first), None)
 
 
 def _results(fmt: str, message: Any) -> Results:
