@@ -605,3 +605,20 @@ def test_recovery_is_logged(
         guard.send(chat_send(client), agent_history([20]), max_tokens=1024)
 
     assert any("max_tokens 1024 -> 919" in r.getMessage() for r in caplog.records)
+
+
+def test_an_unknown_encoding_is_refused_when_the_guard_is_made() -> None:
+    """With a counter of the caller's own, an encoding name of its own was taken, and the
+    first send failed deep in the pruner, which sizes tool outputs in the encoding."""
+    with pytest.raises(ValueError, match="unknown encoding 'mytok'"):
+        ContextGuard(
+            "my-local-model", window=8_000, counter=lambda t: len(t.split()), encoding="mytok"
+        )
+    guard = ContextGuard("my-local-model", window=8_000, counter=lambda t: len(t.split()))
+    call = {"id": "c1", "type": "function", "function": {"name": "cat", "arguments": "{}"}}
+    history = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "word " * 50},
+    ]
+    assert guard.send(lambda request: {"usage": {"prompt_tokens": 60}}, history).request

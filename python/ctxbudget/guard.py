@@ -74,6 +74,7 @@ from ctxbudget.result_size import ResultSizer
 from ctxbudget.sticky_stubs import Made, StickyStubs
 from ctxbudget.summary_memory import SummaryMemory
 from ctxbudget.summary_prompt import largest_summary
+from ctxbudget.tokens import ENCODINGS
 from ctxbudget.turns import PairingError, ScanCache, resolve_ids, scan_one
 
 __all__ = ["ContextGuard", "GuardResult", "GuardedRequest"]
@@ -361,6 +362,9 @@ class ContextGuard:
         self.config = prune or PruneConfig()
         self._usage = usage
         self._keep_tokens = keep_tokens
+        if encoding is not None and encoding not in ENCODINGS:
+            # (with a counter too: the pruner sizes tool outputs and stubs in the encoding)
+            raise ValueError(f"unknown encoding {encoding!r}; expected one of {ENCODINGS}")
         self._estimator_args: dict[str, Any] = {"encoding": encoding, "counter": counter}
         self._pruner = Pruner(
             budget=self.budget,
@@ -662,8 +666,8 @@ class ContextGuard:
         (2 ms for 600 messages; with an exact tokenizer as ``counter``, what it takes)."""
         if measured is not None and measured <= request.estimate.total * _STALE_SHARE:
             return request  # the estimate it was sent with was near enough
-        fresh = self._raw._one_shot(call.fmt)
         try:
+            fresh = self._raw._one_shot(call.fmt)
             now = fresh.estimate(request.messages, system=request.system, tools=request.tools)
         except Exception:  # (the estimate it was sent with read them)
             return request

@@ -296,7 +296,11 @@ class RequestEstimator:
         """An estimator of the same settings, in ``format``, that keeps nothing: for one
         estimate read afresh (its counter is this one's, not loaded again from a file)."""
         new = RequestEstimator(
-            self.model, encoding=self.encoding, format=format, profile=self._profile_given
+            self.model,
+            encoding=self.encoding,
+            format=format,
+            counter=self._counter_fn,  # (a caller's encoding name is checked only without one)
+            profile=self._profile_given,
         )
         new.counter, new._counter_source = self.counter, self._counter_source
         new._counter_fn, new._exact_text = self._counter_fn, self._exact_text
