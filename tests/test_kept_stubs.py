@@ -598,3 +598,61 @@ def test_a_tool_run_again_under_the_same_reused_id_is_sent_whole_after_the_cut(f
     assert sent[-1].count(dump) == 1  # round 2's, whole
     guard.send(send, second)  # round 1 cut
     assert dump in sent[-1]
+
+
+@pytest.mark.parametrize("fmt", ["anthropic", "gemini"])
+def test_a_redacted_block_under_a_reused_call_id_is_sent_as_it_is_now(fmt: str) -> None:
+    """A model numbering its calls per response runs a tool twice (``call_0`` both times);
+    both outputs are stubbed to recover and the stubs kept. The agent redacts the second by
+    putting a new block in place of the old one. The guard sends that round under a renamed
+    id, from a copy it kept while the message's fields were the same objects: the old block
+    stayed in the copy, and its stub, quoting what was redacted, went on being sent."""
+    window = 30_000
+    secret = "API_KEY=sk-live-51Habc\n"
+    dump = "".join(f"{i:08x}" for i in range(5_000))
+    sent: list[str] = []
+    send = _hex_provider(window, [], sent, extra=1.0)
+
+    def round_of() -> list[dict[str, Any]]:
+        messages = _redactable(fmt, secret + dump)
+        return json.loads(json.dumps(messages).replace('"a"', '"call_0"'))
+
+    guard = _recovering_guard(fmt, window)
+    history = round_of()
+    guard.send(send, [*history, *_turn(fmt, "Noted.", "Go on.")[1:]])
+    history += [*_turn(fmt, "Noted.", "Again."), *round_of()[1:]]
+    guard.send(send, [*history, *_turn(fmt, "Noted.", "Go on.")[1:]])
+    assert dump not in sent[-1]  # both stubbed
+    field = "content" if fmt == "anthropic" else "parts"
+    (block,) = _redactable(fmt, "[redacted]")[2][field]
+    redacted = json.loads(json.dumps(block).replace('"a"', '"call_0"'))
+    history[-1][field][0] = redacted  # the second round's result, in place
+    sent.clear()
+    guard.send(send, [*history, *_turn(fmt, "Noted.", "Go on.")[1:]])
+    assert "[redacted]" in sent[-1] and sent[-1].count("sk-live") == 1  # the first stub's
+
+
+@pytest.mark.parametrize("fmt", ["openai_chat", "anthropic"])
+def test_kept_stubs_under_renumbered_reused_ids_survive_the_oldest_round_cut(fmt: str) -> None:
+    """Four rounds of ``call_0`` (a model numbering its calls per response), each output
+    stubbed to recover and the stubs kept; the guard sends them as ``call_0``,
+    ``call_0_2``, ``call_0_3``, ``call_0_4``. Once the first round is cut, the guard
+    numbers the others anew (``call_0_3`` becomes ``call_0_2``): their stubs were lost,
+    and the next send refused."""
+    window, attempts, sent = 20_000, [], []
+    send = _hex_provider(window, attempts, sent, extra=1.0)
+    guard = _recovering_guard(fmt, window)
+
+    def round_of(n: int) -> list[dict[str, Any]]:
+        dump = "".join(f"{i:08x}" for i in range(10**6 * n, 10**6 * n + 2_600))
+        messages = json.loads(json.dumps(_redactable(fmt, dump)).replace('"a"', '"call_0"'))
+        return [*messages, *_turn(fmt, "Noted.", "Go on.")[:1]]
+
+    history: list[dict[str, Any]] = []
+    for n in range(1, 5):
+        history += round_of(n)
+        guard.send(send, history)
+    assert re.search(r"(?:[0-9a-f]{8}){500,}", sent[-1]) is None  # all stubbed
+    attempts.clear()
+    guard.send(send, history[4:])  # the first round cut
+    assert attempts == [1]

@@ -22,7 +22,7 @@ caller's own, and the other messages are the caller's objects.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from typing import Any
 
 from ctxbudget._core import DictVersions, unchanged_prefix
@@ -181,17 +181,26 @@ def _gemini_part(part: Any, renames: Renames) -> Any:
 
 
 def _field_refs(message: Any) -> tuple[Any, ...]:
-    """The objects in the message's fields (its keys too): a replaced field shows as another
-    object there. Nested lists edited in place do not (see :meth:`CallIdRenamer.invalidate`).
+    """The objects in the message's fields (its keys too) and in those that are lists: a
+    replaced field or block shows as another object there. An edit inside a block does not
+    (see :meth:`CallIdRenamer.invalidate`).
     A pydantic model's from its ``__dict__`` and its extra fields (``reasoning_content`` on an
     openai message); anything else is copied anew every turn."""
     if isinstance(message, Mapping):
-        return (*message.keys(), *message.values())
+        return (*message.keys(), *message.values(), *_blocks(message.values()))
     fields = getattr(message, "__dict__", None)
     if not plain_model(type(message)) or not isinstance(fields, dict):
         return (object(),)
     extra = getattr(message, "__pydantic_extra__", None) or {}
-    return (*fields.keys(), *fields.values(), *extra.keys(), *extra.values())
+    values = (*fields.values(), *extra.values())
+    return (*fields.keys(), *extra.keys(), *values, *_blocks(values))
+
+
+def _blocks(values: Any) -> list[Any]:
+    """The items of the values that are lists (an Anthropic message's blocks, a Gemini
+    content's parts): a block put in place of another in the list is another object there
+    (a redacted tool result the renamed copy would otherwise keep the old one of)."""
+    return [item for value in values if isinstance(value, list) for item in value]
 
 
 def _same_objects(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
@@ -222,12 +231,14 @@ class CallIdRenamer:
         self._scans, self._plan, self._made, self._out = {}, None, {}, None
         self._seen, self._seen_refs, self._versions = [], [], DictVersions()
 
-    def apply(self, fmt: str, messages: list[Any]) -> list[Any]:
+    def apply(self, fmt: str, messages: list[Any], recheck: Container[int] = ()) -> list[Any]:
         """``messages`` with reused call ids renamed; ``messages`` itself when there are none.
 
         A list that starts with the last one (the same messages, with the same content
         fields, which hold the ids) keeps that list's copies; the messages after it are
-        checked one by one.
+        checked one by one, and so are the copies whose ids are in ``recheck`` (those the
+        guard keeps stubs in: a block put in place of another in their list is seen, and
+        the copy made again).
         """
         scans = self._scans.get(fmt)
         if scans is None:
@@ -255,7 +266,7 @@ class CallIdRenamer:
         for i, renames in plan.renames.items():
             out[i] = (
                 last[i]
-                if last is not None and i < kept
+                if last is not None and i < kept and id(last[i]) not in recheck
                 else self._copy(fmt, messages[i], renames, made)
             )
         self._made, self._out = made, out

@@ -858,7 +858,9 @@ class ContextGuard:
         system, tools = call.system, call.tools
         # reused tool-call ids renamed before anything pairs calls by id (pruning, lost-call
         # repair, compaction's cuts); the summary memory matches the caller's own objects
-        history = self._ids.apply(call.fmt, self._memory.apply(call.fmt, call.messages))
+        history = self._ids.apply(
+            call.fmt, self._memory.apply(call.fmt, call.messages), self._sticky.kept()
+        )
         room = replace(room or Room(), base=self._available(max_tokens))
         caps = [room.raw_cap, self._input_ceiling]
         if self._ceiling is not None:

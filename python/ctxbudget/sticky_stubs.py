@@ -15,6 +15,7 @@ import io
 import json
 import operator
 import pickle
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
@@ -140,6 +141,10 @@ class StickyStubs:
         self._at = {key: found[key] for key in kept}
         return in_history_type(out, view) if kept else view
 
+    def kept(self) -> set[int]:
+        """The ids of the messages stubs are kept for (the objects of the last view)."""
+        return set(self._by_id)
+
     def invalidate(self, message: Any = None) -> None:
         """After ``message`` (every message, when it is None) was edited in place: on the next
         :meth:`apply` its results are compared with the fingerprints kept, its stubs kept for
@@ -235,7 +240,10 @@ class StickyStubs:
             matched: dict[int, dict[int, tuple[int, Any]]] = {}  # index -> _moved there
             i = present.get(id(original))
             if i is None and at is not None and at < len(view):
-                i = at if self._holds(fmt, view, at, slots, then, matched) else None
+                # (where the list was cut from the front, the message now at its place is it
+                # under the ids the guard renumbered: call_0_3 becomes call_0_2)
+                base = cut is not None
+                i = at if self._holds(fmt, view, at, slots, then, matched, base=base) else None
             if i is None:
                 i = next(
                     (
@@ -269,13 +277,16 @@ class StickyStubs:
         slots: dict[int, str],
         then: Results,
         matched: dict[int, dict[int, tuple[int, Any]]],
+        *,
+        base: bool = False,
     ) -> bool:
         """Whether ``view[k]``, not kept yet, holds some of the results ``then`` had at
-        ``slots`` (what :func:`_moved` found there goes in ``matched``)."""
+        ``slots`` (what :func:`_moved` found there goes in ``matched``; ``base``: under ids
+        of the same base too, see :func:`_moved`)."""
         if id(view[k]) in self._by_id:
             return False
         if k not in matched:
-            matched[k] = _moved(_results(fmt, view[k]), slots, then)
+            matched[k] = _moved(_results(fmt, view[k]), slots, then, base=base)
         return bool(matched[k])
 
     def _find(self, view: list[Any]) -> dict[int, int]:
@@ -394,13 +405,14 @@ def _pickle_digest(value: Any) -> bytes:
 
 
 def _moved(
-    now: Results, slots: Iterable[int], then: Results, *, same: bool = False
+    now: Results, slots: Iterable[int], then: Results, *, same: bool = False, base: bool = False
 ) -> dict[int, tuple[int, Any]]:
     """Old slot -> the slot of ``now`` holding the result whose fingerprint ``then`` had
     there, and its fingerprint now: the same call id and output (the same slot first), else
     the same output under the call's id renamed (:func:`_renamed_from`) or, in the ``same``
     message, at the same slot under another id once the old one is gone from it (the caller
-    renamed it); the slots whose result is gone or changed are left out."""
+    renamed it), or with ``base`` under an id of the same base (:func:`_id_base`: a message
+    known by its place); the slots whose result is gone or changed are left out."""
     prints: dict[int, tuple[Any, ...]] = {}
 
     def printed(k: int) -> tuple[Any, ...]:
@@ -430,7 +442,11 @@ def _moved(
                 k
                 for k in now
                 if k not in used
-                and (_renamed_from(now[k][0], cid) or (same and k == slot and cid not in ids))
+                and (
+                    _renamed_from(now[k][0], cid)
+                    or (same and k == slot and cid not in ids)
+                    or (base and _id_base(now[k][0]) == _id_base(cid) is not None)
+                )
                 and _equal(printed(k)[1:], output)
             ),
             None,
@@ -449,6 +465,15 @@ def _renamed_from(a: Any, b: Any) -> bool:
     long, short = (a, b) if len(a) > len(b) else (b, a)
     rest = long[len(short) :]
     return long.startswith(short) and rest[:1] == "_" and rest[1:].isdigit()
+
+
+def _id_base(cid: Any) -> str | None:
+    """A call id without the ``_<n>`` suffixes the guard gives reused ids (``call_0_3`` ->
+    ``call``); ``None`` for an id that is no string."""
+    return _SUFFIXES.sub("", cid) if isinstance(cid, str) else None
+
+
+_SUFFIXES = re.compile(r"(?:_\d+)+$")
 
 
 def _top(message: Any) -> tuple[tuple[Any, Any], ...] | None:
