@@ -105,9 +105,7 @@ class StickyStubs:
     def apply(self, fmt: str, view: list[Any]) -> list[Any]:
         """``view`` with the remembered stubs in place (``view`` itself when none apply);
         forgets those whose message left or whose results changed."""
-        # messages cut from the front since the last view (None: not known)
-        cut = _cut(self._view, view) if self._loose or self._by_id else None
-        self._view = view
+        previous, self._view = self._view, view
         self.changed = []
         if self._loose:
             self._bind(fmt, view, None)  # (a copy's or an unpickled state's: positions of then)
@@ -118,7 +116,7 @@ class StickyStubs:
             # not the same objects: a history rebuilt from storage each turn holds equal ones
             self._loose = [self._loosened(k) for k in self._by_id if k not in found]
             self._by_id = {k: self._by_id[k] for k in found}
-            self._bind(fmt, view, cut)
+            self._bind(fmt, view, _cut(previous, view))
             found = self._find(view)
         out = list(view)
         kept: dict[int, _Kept] = {}
