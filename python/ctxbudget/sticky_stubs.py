@@ -13,13 +13,12 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import operator
 import pickle
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
-from ctxbudget.stubs import in_history_type, replace_results, results_ref
+from ctxbudget.stubs import in_history_type, replace_results, results_ref, same_refs
 from ctxbudget.turns import as_mapping, scan_one
 
 __all__ = ["StickyStubs"]
@@ -497,9 +496,7 @@ def _items(field: Any) -> tuple[Any, ...] | None:
 
 def _same_items(a: tuple[Any, ...] | None, b: tuple[Any, ...] | None) -> bool:
     """Whether two :func:`_items` hold the same block objects in the same places."""
-    if a is None or b is None:
-        return a is b
-    return len(a) == len(b) and all(map(operator.is_, a, b))
+    return a is b if a is None or b is None else same_refs(a, b)
 
 
 def _equal(a: Any, b: Any) -> bool:
