@@ -23,6 +23,7 @@ from ctxbudget.errors import (
 )
 from ctxbudget.overflow import MAX_SCAN_CHARS, OverflowInfo, classify_overflow
 from tests.conftest import shared_data_dir, shared_data_hint
+from tests.test_overflow_wordings import WORDINGS
 
 NUMBER_FIELDS = ("requested_tokens", "limit_tokens", "input_tokens", "output_tokens", "input_fits")
 
@@ -1329,6 +1330,7 @@ def test_docstring_examples(module: Any) -> None:
 def all_examples() -> list[str]:
     messages = [case["message"] for case in CASES if case["is_overflow"]]
     messages += [message for _, message, _ in PARAPHRASES]
+    messages += WORDINGS
     messages += [
         "Request size exceeds model context window",
         "Too many input tokens. Max input tokens: 8192, request input token count: 9000",

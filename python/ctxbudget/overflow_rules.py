@@ -157,6 +157,14 @@ WORDING_RULES: Final[tuple[_Rule, ...]] = (
     ),
     _rule("maximum prompt length", "maximum prompt length is", provider="xai"),
     _rule(
+        # xAI's gRPC SDK: "[input_too_large] Current message (N tokens) exceeds budget (L
+        # tokens)" in the details of an INVALID_ARGUMENT (inspect_ai#5208)
+        "input too large",
+        "input_too_large",
+        r"\[input_too_large\]|current message \({N} tokens\) exceeds budget",
+        provider="xai",
+    ),
+    _rule(
         "context length is only",
         "context length is only",
         r"context length is only {N} tokens",
@@ -222,7 +230,10 @@ WORDING_RULES: Final[tuple[_Rule, ...]] = (
     _rule(
         "context length of only",
         "context length",
-        r"context length of only {N} tokens|greater than the context length",
+        # and the context filled while generating: "Reached context length of N tokens with
+        # model ... that does not currently support mid-generation context overflow"
+        r"context length of only {N} tokens|greater than the context length"
+        r"|reached context length of {N} tokens|mid-generation context overflow",
         provider="lmstudio",
     ),
     _rule(
@@ -235,6 +246,13 @@ WORDING_RULES: Final[tuple[_Rule, ...]] = (
         "exceeded model token limit",
         "model token limit",
         r"exceeded (?:the )?model token limit",
+        provider="moonshot",
+    ),
+    _rule(
+        # Moonshot's v1 API: "model max length exceeded, max length:8192" (input + max_tokens)
+        "model max length exceeded",
+        "max length exceeded",
+        r"model max length exceeded",
         provider="moonshot",
     ),
     _rule(
@@ -373,9 +391,13 @@ NEGATIVE_CLASSES: Final = frozenset(
 # Step 3. Structured positives.
 POSITIVE_CODE: Final = re.compile(
     r"context_?(?:length|window)_?exceeded|max_prompt_tokens_exceeded|prompt_too_long"
-    r"|input_too_long|^40303$"
+    r"|input_too_long|input_too_large|^40303$"
 )
-CODE_PROVIDERS: Final = {"40303": "fastchat", "model_max_prompt_tokens_exceeded": "copilot"}
+CODE_PROVIDERS: Final = {
+    "40303": "fastchat",
+    "model_max_prompt_tokens_exceeded": "copilot",
+    "input_too_large": "xai",
+}
 POSITIVE_TYPES: Final[dict[str, tuple[OverflowKind, str | None]]] = {
     "exceed_context_size_error": ("input_overflow", "llama.cpp"),
     "context_length_exceeded": ("input_overflow", None),
@@ -438,7 +460,8 @@ ROLE_PATTERNS: Final = _roles(
     # Anthropic "input + output > limit".
     ("+", r"(?P<input>{N})\s?\+\s?(?P<output>{N})\s?>\s?(?P<limit>{N})"),
     # Limits.
-    ("maximum context length", r"maximum context length(?: is| of)?:? (?P<limit>{N})"),
+    # "... maximum context length (512)." (ctransformers)
+    ("maximum context length", r"maximum context length(?: is| of)?:? \(?(?P<limit>{N})"),
     ("context length is only", r"context length is only (?P<limit>{N}) tokens"),
     # "context length (4096 tokens)" (SGLang, Together); "(context length 4096)" (vLLM).
     ("context length", r"(?:context length \(|\(context length )(?P<limit>{N})(?: tokens)?\)"),
@@ -463,6 +486,10 @@ ROLE_PATTERNS: Final = _roles(
     ("max input tokens:", r"max input tokens: (?P<limit>{N})"),
     ("maximum model length of", r"maximum model length of (?P<limit>{N})"),
     ("model maximum (", r"model maximum \((?P<limit>{N})\)"),
+    ("max length:", r"max length: ?(?P<limit>{N})"),
+    ("exceeds budget", r"exceeds budget \((?P<limit>{N}) tokens\)"),
+    ("reached context length of", r"reached context length of (?P<limit>{N})"),
+    ("exceeds context length", r"exceeds (?:the )?context length (?P<limit>{N})"),
     # Totals, which may include the output reserve.
     ("requested ", r"requested (?:about |a total of |approximately )?(?P<total>{N}) tokens"),
     ("for a total of", r"for a total of (?:at least )?(?P<total>{N}) tokens"),
@@ -481,7 +508,11 @@ ROLE_PATTERNS: Final = _roles(
     ("tokens from the input", r"(?P<input>{N}) tokens from the input"),
     (" input tokens", r"(?P<input>{N}) input tokens"),
     ("input token count", r"input token count (?:is |of )?\(?(?P<input>{N})"),
-    ("prompt is too long:", r"prompt is too long: (?P<input>{N})"),
+    ("too long:", r"prompt (?:is )?too long: (?P<input>{N})"),
+    ("prompt length of", r"prompt length of (?P<input>{N})"),
+    ("input length ", r"input length (?P<input>{N}) exceeds"),
+    ("number of tokens (", r"number of tokens \((?P<input>{N})\)"),
+    ("current message (", r"current message \((?P<input>{N}) tokens\)"),
     (" tokens)", r"input(?: length| prompt)? \((?P<input>{N}) tokens\)"),
     ("given:", r"given: (?P<input>{N})"),
     ("prompt contains", r"prompt contains (?P<input>{N}) tokens(?: and (?P<draft>{N}) draft)?"),
