@@ -20,6 +20,7 @@
 use crate::conservative;
 use crate::greedy::merged_entry;
 pub use crate::greedy::{greedy_tokens, merged_start_tokens, run_tokens};
+use crate::nfc;
 use crate::profiles;
 use crate::scan::{self, content, prefix, script, Dialect, Found, Kind, Piece, Step};
 use crate::vocab::{self, CharCosts, Filter, PrefixFilter, Vocab};
@@ -668,16 +669,34 @@ impl Estimator {
     }
 
     /// Adds the estimate of `chunk` (UTF-8 expected; invalid bytes cost one token each).
+    /// Qwen3 estimates the chunk in NFC, as its tokenizer reads it ([`nfc`]). `Conservative`
+    /// takes qwen3's estimate of the chunk as it is: checking and normalizing it there made
+    /// `Conservative` 0.82x as fast on the eval split's other scripts, whose Indic catalogs
+    /// hold decomposed letters, and the text as it is never costs qwen3 fewer tokens on the
+    /// corpora measured (decomposed, each mark is a piece of its own).
     pub fn feed(&mut self, chunk: &[u8]) {
         self.warm_for(chunk.len());
+        match self.encoding {
+            Encoding::Qwen3 => match nfc::normalized(chunk) {
+                Some(normal) => self.feed_fitted(&normal),
+                None => self.feed_fitted(chunk),
+            },
+            Encoding::Conservative => self.feed_conservative(chunk),
+            _ => self.feed_fitted(chunk),
+        }
+    }
+
+    fn feed_fitted(&mut self, chunk: &[u8]) {
         if let Some(m) = model(self.encoding) {
             let memo = Memo::keep(&mut self.memos[0], chunk.len());
             self.acc[0] += units(chunk, &m, memo);
-        } else {
-            let all = units_conservative(chunk, &mut self.memos);
-            for (a, u) in self.acc.iter_mut().zip(all) {
-                *a += u;
-            }
+        }
+    }
+
+    fn feed_conservative(&mut self, chunk: &[u8]) {
+        let all = units_conservative(chunk, &mut self.memos);
+        for (a, u) in self.acc.iter_mut().zip(all) {
+            *a += u;
         }
     }
 

@@ -12,6 +12,7 @@ pub mod blocks;
 mod conservative;
 pub mod estimate;
 mod greedy;
+mod nfc;
 pub mod pairing;
 mod pin;
 pub mod profiles;

@@ -396,6 +396,35 @@ def test_a_character_the_filter_wrongly_has_is_counted_by_its_table() -> None:
     assert estimate_tokens("💻" * 200, "conservative") >= worst
 
 
+#: Decomposed text (NFD): what macOS file names and some copy-paste give.
+DECOMPOSED = [
+    unicodedata.normalize("NFD", text)
+    for text in (
+        "Đầu vào tiêu chuẩn là thiết bị cuối, thì chuyển hướng nó từ tập tin. " * 20,
+        "café naïve résumé Ångström Zürich São Paulo crème brûlée " * 20,
+        "$ ls ~/Documents\nRésumé-2026.pdf  Präsentation.key  Übersicht.numbers\n" * 10,
+    )
+]
+
+
+def test_qwen3_reads_decomposed_text_composed_as_its_tokenizer_does() -> None:
+    # Qwen's tokenizer normalizes to NFC first: decomposed Vietnamese was 2.3x its count.
+    quicktok = pytest.importorskip("quicktok")
+    true = quicktok.count_batch(quicktok.get_encoding("qwen3"), DECOMPOSED)
+    batch = estimate_batch(DECOMPOSED, encoding="qwen3")
+    for text, want, in_batch in zip(DECOMPOSED, true, batch, strict=True):
+        composed = unicodedata.normalize("NFC", text)
+        got = estimate_tokens(text, "qwen3")
+        assert got == estimate_tokens(composed, "qwen3")
+        assert got == estimate_tokens(text.encode(), "qwen3") == in_batch
+        assert abs(got / want - 1) <= 0.08, (text[:20], got, want)  # the worst-file target
+        # the others read it as given, and conservative stays above every oracle
+        for ours, theirs in ORACLES[:3]:
+            want_other = quicktok.count_batch(quicktok.get_encoding(theirs), [text])[0]
+            assert abs(estimate_tokens(text, ours) / want_other - 1) <= 0.05, (ours, text[:20])
+        assert estimate_tokens(text, "conservative") >= want
+
+
 _POOL_THREADS_CHILD = """
 import json, os, time
 from ctxbudget import estimate_batch

@@ -34,6 +34,8 @@ mod conservative;
 mod estimate;
 #[path = "../../../rust/greedy.rs"]
 mod greedy;
+#[path = "../../../rust/nfc.rs"]
+mod nfc;
 #[path = "../../../rust/profiles.rs"]
 mod profiles;
 #[path = "../../../rust/scan.rs"]
