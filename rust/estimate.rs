@@ -669,7 +669,7 @@ impl Estimator {
     }
 
     /// Adds the estimate of `chunk` (UTF-8 expected; invalid bytes cost one token each).
-    /// Qwen3 estimates the chunk in NFC, as its tokenizer reads it ([`nfc`]). `Conservative`
+    /// Qwen3 estimates the chunk in NFC, as its tokenizer reads it (`rust/nfc.rs`). `Conservative`
     /// takes qwen3's estimate of the chunk as it is: checking and normalizing it there made
     /// `Conservative` 0.82x as fast on the eval split's other scripts, whose Indic catalogs
     /// hold decomposed letters, and the text as it is never costs qwen3 fewer tokens on the

@@ -4,9 +4,9 @@
 //! accent after it (`e` U+0301, the decomposed text macOS file names and some copy-paste
 //! give) are one character to it, two to the other tokenizers. Estimated as given, decomposed
 //! Vietnamese came out 2.3x its true qwen3 count. [`normalized`] gives the text qwen3 is
-//! estimated from: `None` when NFC leaves it as it is, which [`changes`] tells in one pass
-//! that skips ASCII and the characters below U+0300 a vector at a time and every character
-//! of the common CJK blocks in one step.
+//! estimated from, or `None` when NFC leaves it as it is: one pass finds the spans NFC
+//! changes (it skips ASCII and the characters below U+0300 a vector at a time, and decodes
+//! other letters with a bit each of a table of the BMP), and only those are normalized.
 
 use std::sync::OnceLock;
 
