@@ -11,6 +11,9 @@ import pytest
 
 from ctxbudget import estimate_tokens
 from ctxbudget.cli import main
+from ctxbudget.errors import BinaryContentError
+from ctxbudget.tokens import ENCODINGS
+from ctxbudget.tool_output import read_tool_file
 from ctxbudget.tokens import ENCODINGS
 
 
@@ -731,3 +734,59 @@ def test_demo_says_when_the_output_was_lowered(capsys: pytest.CaptureFixture[str
     out = capsys.readouterr().out
     assert "lowered max_tokens 2,000 ->" in out
     assert "stubbed 0 tool outputs" not in out
+
+
+# --- review of 2026-12-04: count measures the text read_tool_file gives the model -------------
+
+
+def test_count_reads_a_utf8_bom_as_read_tool_file_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bom = tmp_path / "bom.txt"
+    bom.write_bytes(b"\xef\xbb\xbfhello world\n")
+    assert main(["count", "-e", "all", str(bom)]) == 0
+    row = capsys.readouterr().out.splitlines()[1].split()
+    text = read_tool_file(bom)
+    assert text == "hello world\n"
+    assert [int(n) for n in row[:5]] == [estimate_tokens(text, e) for e in ENCODINGS]
+    assert int(row[5]) == bom.stat().st_size
+
+
+def test_count_reads_utf16_text_with_a_bom(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # What PowerShell writes: "skipped, not text" before, though the agent reads it.
+    log = tmp_path / "ps.txt"
+    body = "Get-Process output\r\n" + "".join(
+        f"{i:5}  pwsh  12.5  Привет 日本\r\n" for i in range(3000)
+    )
+    log.write_bytes(body.encode("utf-16"))  # a BOM, then UTF-16 in the machine's order
+    assert main(["count", str(log)]) == 0
+    row = capsys.readouterr().out.splitlines()[1].split()
+    assert read_tool_file(log) == body
+    assert int(row[0]) == estimate_tokens(body)
+    assert int(row[1]) == log.stat().st_size
+
+
+@pytest.mark.parametrize(
+    ("data", "offset"),
+    [
+        (
+            b"\xff\xfe" + "hello ".encode("utf-16-le") + b"\x00\xd8" + "world".encode("utf-16-le"),
+            14,
+        ),
+        ("hello world\n".encode("utf-16") + b"A", 26),  # `head -c` cut it at an odd length
+        (b"\xff\xfe" + "ok".encode("utf-16-le") + b"\x00\x00" + b"x\x00", 6),  # a NUL
+    ],
+    ids=["lone surrogate", "odd length", "nul"],
+)
+def test_bad_utf16_names_its_own_offset(tmp_path: Path, data: bytes, offset: int) -> None:
+    path = tmp_path / "bad.txt"
+    path.write_bytes(data)
+    with pytest.raises(BinaryContentError) as caught:
+        read_tool_file(path)
+    assert caught.value.offset == offset and f"byte offset {offset}" in str(caught.value)
+    assert "UTF-16" in str(caught.value)
+    done = run("count", str(path))
+    assert done.returncode == 1
+    assert f"byte offset {offset}".encode() in done.stderr and b"UTF-16" in done.stderr

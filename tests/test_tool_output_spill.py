@@ -552,3 +552,64 @@ def test_spill_dir_of_env_is_not_created_until_written(tmp_path: Path) -> None:
     assert not (tmp_path / "lazy").exists()
     store.write("x")
     assert os.path.isdir(tmp_path / "lazy")
+
+
+# --- review of 2026-12-04 ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "foreign",
+    [
+        "20000101T000000000000Z-0123456789ab.txt\n",  # `$` matched before a final newline
+        "２０００0101T000000000000Z-0123456789ab.txt",  # other digits than ASCII ones
+    ],
+)
+def test_cleanup_never_removes_a_name_that_only_looks_like_its_own(
+    tmp_path: Path, foreign: str
+) -> None:
+    store = DirectorySpillStore(tmp_path)
+    (tmp_path / foreign).write_text("the user's data")
+    (tmp_path / (spill_module._TMP_PREFIX + foreign)).write_text("the user's data")
+    report = store.cleanup(now=NOW)
+    assert report.removed_files == 0
+    assert (tmp_path / foreign).exists()
+
+
+class _NoLabel:
+    def write(self, text: str) -> str:  # forgot `*, label=None`
+        return "/srv/spill/out.txt"
+
+
+class _NotCallable:
+    write = "s3://bucket"
+
+
+@pytest.mark.parametrize("store", [_NoLabel(), _NotCallable()], ids=["no label", "not callable"])
+def test_a_store_that_cannot_be_called_as_one_is_a_caller_mistake(store: object) -> None:
+    # It passed isinstance(SpillStore) and every output then read "could not be stored".
+    text = "".join(f"line {i}\n" for i in range(20_000))
+    with pytest.raises(TypeError, match="write"):
+        truncate_output(text, 300, spill=store)  # type: ignore[arg-type]
+
+
+def test_a_store_whose_write_takes_more_keywords_with_defaults_is_fine(tmp_path: Path) -> None:
+    class Versioned:
+        def write(self, text: str, *, label: str | None = None, version: int = 1) -> str:
+            path = tmp_path / f"{label}-{version}.txt"
+            path.write_text(text)
+            return str(path)
+
+    text = "".join(f"line {i}\n" for i in range(20_000))
+    result = truncate_output(text, 300, spill=Versioned(), label="grep")
+    assert result.spill_path == str(tmp_path / "grep-1.txt")
+
+
+def test_a_directory_whose_name_is_not_unicode_writes_nothing(tmp_path: Path) -> None:
+    # The full output was written, then refused (the model cannot be told the path): a copy
+    # of it stayed on disk for every call, which nothing would ever clean up.
+    directory = os.fsdecode(os.fsencode(tmp_path) + b"/spill-\xff")
+    text = "".join(f"secret line {i}\n" for i in range(20_000))
+    result = truncate_output(text, 300, spill=DirectorySpillStore(directory), label="t")
+    assert result.spill_path is None and result.spill_error is not None
+    assert "not valid Unicode" in result.spill_error
+    assert not os.path.exists(os.fsencode(directory))

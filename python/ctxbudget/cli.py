@@ -18,6 +18,7 @@ from typing import BinaryIO
 
 from ctxbudget._core import TextStream
 from ctxbudget._types import BytesLike
+from ctxbudget.byte_order import UTF8_BOM, Utf16Decoder, is_utf16
 from ctxbudget.demo import MIN_WINDOW, print_demo
 from ctxbudget.errors import BinaryContentError
 from ctxbudget.messages import MessageFormatError
@@ -77,17 +78,53 @@ def _counted(file: BinaryIO, encodings: Sequence[str]) -> tuple[int, list[int], 
     and a short tail whatever the size, and binary data is refused from the chunk that shows
     it (``/dev/zero`` at once). Files are read, not mapped: a file truncated meanwhile (a log
     rotated by ``copytruncate``) ends the count early instead of killing the process with
-    ``SIGBUS``. Returns ``(bytes, tokens per encoding, bytes of an unfinished UTF-8
-    character at the end)``; stdin is left at its end, as ``wc`` leaves it.
+    ``SIGBUS``. What is counted is the text :func:`ctxbudget.read_tool_file` gives the model:
+    without a UTF-8 byte order mark, and UTF-16 (with its mark) decoded. Returns ``(bytes of
+    the file, tokens per encoding, bytes of an unfinished UTF-8 character at the end)``;
+    stdin is left at its end, as ``wc`` leaves it.
 
     Raises:
         OSError: It cannot be read.
         BinaryContentError: It is not text (the offset counted from where reading began).
     """
     stream = TextStream(list(encodings))
-    while chunk := file.read(_CHUNK):
-        stream.feed(chunk)
-    return stream.finish()
+    first = file.read(_CHUNK)
+    if is_utf16(first):
+        return _counted_utf16(file, first, stream)
+    # The text read_tool_file gives the model: a UTF-8 byte order mark is not part of it.
+    mark = len(UTF8_BOM) if first.startswith(UTF8_BOM) else 0
+    chunk = first[mark:]
+    try:
+        while chunk:
+            stream.feed(chunk)
+            chunk = file.read(_CHUNK)
+    except BinaryContentError as err:
+        raise _moved(err, mark) from None
+    size, tokens, cut = stream.finish()
+    return size + mark, tokens, cut
+
+
+def _counted_utf16(file: BinaryIO, first: bytes, stream: TextStream) -> tuple[int, list[int], int]:
+    """:func:`_counted` of UTF-16 text: its decoded text, counted as UTF-8."""
+    decoder = Utf16Decoder()
+    size, chunk = 0, first
+    while True:
+        stream.feed(decoder.decode(chunk, final=not chunk).encode("utf-8"))
+        size += len(chunk)
+        if not chunk:
+            break
+        chunk = file.read(_CHUNK)
+    _, tokens, _ = stream.finish()
+    return size, tokens, 0
+
+
+def _moved(err: BinaryContentError, by: int) -> BinaryContentError:
+    """``err`` with its offset counted ``by`` bytes further (from the start of the file)."""
+    if not by:
+        return err
+    offset = err.offset + by
+    message = err.message.replace(f"byte offset {err.offset}", f"byte offset {offset}")
+    return BinaryContentError(message, offset, err.reason, err.detected_type)
 
 
 def _read_stream(file: BinaryIO) -> bytearray:

@@ -42,8 +42,14 @@ from typing import Any, BinaryIO, Literal
 from xml.etree import ElementTree
 
 from ctxbudget import text as _text
+from ctxbudget.byte_order import (
+    UTF8_BOM,
+    is_utf16,
+    utf16_error,
+    utf16_length,
+    utf16_nul_error,
+)
 from ctxbudget.errors import (
-    BinaryContentError,
     DocumentConversionError,
     DocumentsExtraMissingError,
     FileTooLargeError,
@@ -103,9 +109,6 @@ _OOXML_PARTS: tuple[tuple[str, DocumentKind], ...] = (
 _CONTENT_TYPES_PART = "[Content_Types].xml"
 #: A ``[Content_Types].xml`` larger than this (a few KiB in practice) is not read.
 _CONTENT_TYPES_MAX = 1 << 20
-_UTF8_BOM = b"\xef\xbb\xbf"
-#: A UTF-32 little-endian byte order mark, which starts with UTF-16's.
-_UTF32_LE_BOM = b"\xff\xfe\x00\x00"
 #: What may come before ``%PDF-``: PDF white space (NUL included), after an optional BOM.
 _PDF_LEAD = b" \t\r\n\f\x00"
 #: An Office file may unpack to at most this many times ``max_bytes`` (XML compresses about
@@ -282,7 +285,7 @@ def document_kind(data: bytes) -> DocumentKind | None:
     True
     """
     lead = data[:1024]
-    if lead.removeprefix(_UTF8_BOM).lstrip(_PDF_LEAD).startswith(b"%PDF-"):
+    if lead.removeprefix(UTF8_BOM).lstrip(_PDF_LEAD).startswith(b"%PDF-"):
         return "pdf"
     if not data.startswith(b"PK\x03\x04"):
         return None
@@ -323,23 +326,17 @@ def _main_part_kind(archive: zipfile.ZipFile, names: set[str]) -> DocumentKind |
 
 
 def _decode_text(data: bytes) -> str:
-    if data.startswith(_UTF8_BOM):
+    if data.startswith(UTF8_BOM):
         # Checked whole, so that an error's offset is the file's; the mark is then dropped.
         return _text.check_text(data)[1:]
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+    if is_utf16(data):
         try:
             text = data.decode("utf-16")
-        except UnicodeDecodeError:
-            pass
-        else:
-            nul = text.find("\x00")
-            if nul < 0:
-                return text
-            if not data.startswith(_UTF32_LE_BOM):
-                # UTF-16 text after all: say so, with the NUL's offset in the file.
-                offset = 2 + len(text[:nul].encode("utf-16-le", "surrogatepass"))
-                message = f"not text: NUL character in UTF-16 text at byte offset {offset}"
-                raise BinaryContentError(message, offset, "nul")
+        except UnicodeDecodeError as err:
+            raise utf16_error(err.start) from None
+        if (nul := text.find("\x00")) >= 0:
+            raise utf16_nul_error(2 + utf16_length(text[:nul]))
+        return text
     return _text.check_text(data)
 
 

@@ -31,7 +31,9 @@ class BinaryContentError(ValueError):
 
     Attributes:
         offset: Byte offset of the first offending byte.
-        reason: ``"nul"`` or ``"invalid_utf8"``.
+        reason: ``"nul"``, ``"invalid_utf8"``, or ``"invalid_utf16"`` (a file with a UTF-16
+            byte order mark that does not decode: :func:`ctxbudget.read_tool_file`,
+            ``ctxbudget count``).
         detected_type: The real file type recognised from magic bytes (``"pdf"``, ``"zip"``,
             ``"png"``, ``"elf"``, ...), or ``None`` when unknown.
     """

@@ -74,7 +74,9 @@ _CLEANUP_INTERVAL_SECONDS = 60.0
 _WRITE_CHUNK_CHARS = 1 << 20
 
 _LABEL_MAX = 32
-_NAME_RE = re.compile(r"^(\d{8}T\d{12})Z-[0-9a-f]{12}(?:-[a-z0-9_-]{1,32})?\.txt$")
+#: A spill file's whole name (matched whole: `$` would also end it before a final newline,
+#: and `\d` takes other digits than ASCII ones, so a user's file could pass for one of ours).
+_NAME_RE = re.compile(r"([0-9]{8}T[0-9]{12})Z-[0-9a-f]{12}(?:-[a-z0-9_-]{1,32})?\.txt")
 _TMP_PREFIX = ".tmp-"
 
 
@@ -152,7 +154,7 @@ def _name_time(name: str) -> float | None:
 
     A name of the right shape with an impossible time (month 13, say) is not one of ours.
     """
-    match = _NAME_RE.match(name)
+    match = _NAME_RE.fullmatch(name)
     if match is None:
         return None
     try:
@@ -419,6 +421,17 @@ class DirectorySpillStore:
             # passwd entry: a container run as an arbitrary user): each write says so
             self._directory = Path()
             self._unusable = f"no spill directory: {err} (set CTXBUDGET_SPILL_DIR)"
+        else:
+            # A name that is not valid Unicode (``os.fsdecode`` of a non-UTF-8 one) can be
+            # written to, but no hint can tell the model the path: each write says so, before
+            # it writes anything.
+            try:
+                str(self._directory).encode("utf-8")
+            except UnicodeEncodeError:
+                self._unusable = (
+                    f"the spill directory's name {str(self._directory)!r} is not valid"
+                    " Unicode: no hint could tell where a file in it is"
+                )
         self._limits = _Retention(max_age_seconds, max_total_bytes, min_age_seconds)
         self._fsync = fsync
         self._cleanup_due = _Throttle()

@@ -24,6 +24,7 @@ model sees never claims to show a part it does not show.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import io
 import logging
 import operator
@@ -237,7 +238,10 @@ def _check_spill_arguments(spill: object, label: object) -> None:
             f"spill must be a SpillStore, False or None, got the file {spill!r}: "
             "pass DirectorySpillStore(path) to spill to a directory"
         )
-    if spill is None or spill is False or isinstance(spill, _spill.SpillStore):
+    if spill is None or spill is False:
+        return
+    if isinstance(spill, _spill.SpillStore):
+        _check_store_write(spill)
         return
     if isinstance(spill, (str, bytes, os.PathLike)):
         raise TypeError(
@@ -248,6 +252,24 @@ def _check_spill_arguments(spill: object, label: object) -> None:
         "spill must be a SpillStore (an object with write(text, *, label=None) -> str), "
         f"False or None, got {spill!r}"
     )
+
+
+def _check_store_write(store: _spill.SpillStore) -> None:
+    """Refuse a store whose ``write`` cannot be called as ``write(text, label=...)``: every
+    output would otherwise be reported to the model as not stored."""
+    write = getattr(store, "write", None)
+    if not callable(write):
+        raise TypeError(f"spill's write must be a method, got {write!r} on {store!r}")
+    try:
+        signature = inspect.signature(write)
+    except (TypeError, ValueError):  # a builtin without one: it is called and may fail then
+        return
+    try:
+        signature.bind("", label=None)
+    except TypeError as err:
+        raise TypeError(
+            f"spill's write{signature} cannot be called as write(text, *, label=None): {err}"
+        ) from None
 
 
 def _resolve_encoding(encoding: str | None, model: str | None) -> str:
