@@ -1,7 +1,8 @@
 //! Python binding of [`stream::TextStream`]: text read in chunks, checked and estimated.
 
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::PyString;
 
 use crate::py::{maybe_detach, parse_encoding, text_error, ByteSource};
 use crate::stream;
@@ -14,6 +15,26 @@ pub struct TextStream {
     inner: Option<stream::TextStream>,
 }
 
+/// The encoding names of `TextStream(encodings)`: a list of `str` (a `str` alone is refused,
+/// not read as a list of one-letter names).
+fn encoding_names(encodings: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+    if let Ok(name) = encodings.cast::<PyString>() {
+        return Err(PyTypeError::new_err(format!(
+            "TextStream takes a list of encoding names, got the str {}: pass [{0}]",
+            name.repr()?
+        )));
+    }
+    encodings.extract::<Vec<String>>().map_err(|_| {
+        let kind = encodings
+            .get_type()
+            .name()
+            .map_or_else(|_| "?".to_owned(), |n| n.to_string());
+        PyTypeError::new_err(format!(
+            "TextStream takes a list of encoding names (str), got {kind}"
+        ))
+    })
+}
+
 fn finished() -> PyErr {
     PyRuntimeError::new_err("this TextStream is finished: make a new one")
 }
@@ -22,8 +43,8 @@ fn finished() -> PyErr {
 impl TextStream {
     #[new]
     #[pyo3(signature = (encodings, /))]
-    #[allow(clippy::needless_pass_by_value)] // PyO3 extracts arguments as owned values
-    fn new(encodings: Vec<String>) -> PyResult<Self> {
+    fn new(encodings: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let encodings = encoding_names(encodings)?;
         if encodings.is_empty() {
             return Err(PyValueError::new_err(
                 "TextStream needs at least one encoding",

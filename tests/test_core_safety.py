@@ -267,3 +267,17 @@ def test_a_buffer_other_threads_may_write_is_read_with_the_interpreter_held(name
     for data in (text, memoryview(text)):
         calls = lambda data=data: [call(data) for _ in range(repeat)]  # noqa: E731
         assert any(_ticks_during(calls)[0] for _ in range(10))
+
+
+@pytest.mark.parametrize(
+    ("encodings", "names"),
+    [
+        ("o200k", r"got the str 'o200k': pass \['o200k'\]"),
+        (5, "list of encoding names .str., got int"),
+        (["o200k", 5], "list of encoding names .str., got list"),
+    ],
+)
+def test_text_stream_names_a_wrong_list_of_encodings(encodings: object, names: str) -> None:
+    # Before: "Can't extract `str` to `Vec`"
+    with pytest.raises(TypeError, match=names):
+        ctxbudget._core.TextStream(encodings)  # type: ignore[arg-type]

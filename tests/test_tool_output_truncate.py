@@ -576,3 +576,18 @@ def test_max_tokens_may_be_given_by_position() -> None:
     by_position = truncate_output(TEXT, 300, spill=False)
     assert by_position.truncated
     assert by_position == truncate_output(TEXT, max_tokens=300, spill=False)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "names"),
+    [
+        ({"encoding": 5}, "encoding must be a str"),
+        ({"model": ["gpt-4o"]}, "model must be a str"),
+        ({"head_ratio": "0.5"}, "head_ratio must be a number"),
+        ({"head_ratio": None}, "head_ratio must be a number"),
+    ],
+)
+def test_a_wrong_argument_is_named(arguments: dict[str, object], names: str) -> None:
+    # Before: "'int' object is not an instance of 'str'", "'<=' not supported between ..."
+    with pytest.raises(TypeError, match=names):
+        truncate_output("x" * 5000, 100, spill=False, **arguments)  # type: ignore[arg-type]

@@ -37,6 +37,7 @@ from ctxbudget import tokens as _tokens
 from ctxbudget._core import count_newlines
 from ctxbudget.counting import encoding_for_model
 from ctxbudget.graphemes import back_to_boundary, forward_to_boundary
+from ctxbudget.settings import check_real
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -157,6 +158,7 @@ def truncate_output(
     'short'
     """
     max_tokens = _positive_int(max_tokens)
+    check_real("head_ratio", head_ratio)
     if not 0.0 <= head_ratio <= 1.0:
         raise ValueError(f"head_ratio must be within [0, 1], got {head_ratio!r}")
     if not isinstance(text, str):
@@ -273,6 +275,9 @@ def _check_store_write(store: _spill.SpillStore) -> None:
 
 
 def _resolve_encoding(encoding: str | None, model: str | None) -> str:
+    for name, value in (("encoding", encoding), ("model", model)):
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"{name} must be a str or None, got {type(value).__name__} {value!r}")
     if encoding is not None:
         return encoding
     if model is not None:
