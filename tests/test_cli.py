@@ -14,7 +14,6 @@ from ctxbudget.cli import main
 from ctxbudget.errors import BinaryContentError
 from ctxbudget.tokens import ENCODINGS
 from ctxbudget.tool_output import read_tool_file
-from ctxbudget.tokens import ENCODINGS
 
 
 def run(

@@ -561,7 +561,7 @@ def test_spill_dir_of_env_is_not_created_until_written(tmp_path: Path) -> None:
     "foreign",
     [
         "20000101T000000000000Z-0123456789ab.txt\n",  # `$` matched before a final newline
-        "２０００0101T000000000000Z-0123456789ab.txt",  # other digits than ASCII ones
+        "\uff12\uff10\uff10\uff100101T000000000000Z-0123456789ab.txt",  # fullwidth digits
     ],
 )
 def test_cleanup_never_removes_a_name_that_only_looks_like_its_own(
