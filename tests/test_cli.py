@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -789,3 +790,28 @@ def test_bad_utf16_names_its_own_offset(tmp_path: Path, data: bytes, offset: int
     done = run("count", str(path))
     assert done.returncode == 1
     assert f"byte offset {offset}".encode() in done.stderr and b"UTF-16" in done.stderr
+
+
+def test_inspect_refuses_a_large_file_that_is_not_json_before_reading_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A 301 MB log given by mistake took 0.9 GB of memory before "not JSON".
+    log = tmp_path / "big.log"
+    line = b"2026-12-04 06:00:00 INFO request done in 38ms\n"
+    log.write_bytes(line * (64 * 2**20 // len(line)))
+    tracemalloc.start()
+    try:
+        assert main(["inspect", str(log)]) == 1
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    err = capsys.readouterr().err
+    assert "not JSON" in err and "2026-12-04" in err
+    assert peak < 8 * 2**20
+
+
+def test_inspect_still_names_the_type_of_a_binary_file(tmp_path: Path) -> None:
+    png = tmp_path / "image.json"
+    png.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(70_000))
+    done = run("inspect", str(png))
+    assert done.returncode == 1 and b"PNG image" in done.stderr

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ctxbudget.budget import ContextWindowBudget
+from ctxbudget.errors import BinaryContentError
 from ctxbudget.formats.common import as_mapping, shown
 from ctxbudget.models import model_info
 from ctxbudget.prune import Pruner, PruneResult
@@ -62,7 +63,37 @@ def load_conversation(path: Path, model: str | None = None) -> Conversation:
         BinaryContentError: The file is not UTF-8 text (names the type: a PNG, a PDF, ...).
         ValueError: The file is not such JSON, or its output cap is not a positive integer.
     """
-    return parse_conversation(path.read_bytes(), model)
+    with path.open("rb") as file:
+        head = file.read(_HEAD_BYTES)
+        _check_start(head)
+        return parse_conversation(head + file.read(), model)
+
+
+#: What :func:`load_conversation` reads before it reads the rest: enough to tell a JSON file
+#: from a log or a binary file.
+_HEAD_BYTES = 1 << 16
+
+
+def _check_start(head: bytes) -> None:
+    """Refuse a file whose first bytes ``head`` show it is not a JSON list or object, before
+    the rest of it is read (a log of gigabytes given by mistake).
+
+    Raises:
+        BinaryContentError: They are not text (names the type, as for the whole file).
+        ValueError: They are text that starts with something else.
+    """
+    lead = head.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")
+    if not lead or lead[:1] in (b"[", b"{"):
+        return
+    try:
+        check_text(head)
+    except BinaryContentError as err:
+        if err.reason != "invalid_utf8" or err.offset < len(head) - 3:
+            raise  # (else only a character cut at the end of what was read)
+    raise ValueError(
+        "not JSON: expected a list of messages or a request body, but it starts with"
+        f" {lead[:24].decode('utf-8', 'replace')!r}"
+    )
 
 
 def parse_conversation(raw: bytes, model: str | None = None) -> Conversation:
