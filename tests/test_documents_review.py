@@ -196,3 +196,10 @@ def test_a_workbook_cut_short_is_named_as_damaged(tmp_path: Path) -> None:
 
     with pytest.raises(DocumentConversionError, match=r"XLSX.*damaged or cut short"):
         read_tool_file(cut)
+
+
+def test_text_that_starts_with_the_pdf_signature_is_read_as_text(tmp_path: Path) -> None:
+    # Refused as "a PDF cut short" before: notes about the format could never be read.
+    notes = tmp_path / "notes.md"
+    notes.write_text("%PDF-1.7 header notes: every PDF starts with this line.\nMore notes.\n")
+    assert read_tool_file(notes) == notes.read_text()

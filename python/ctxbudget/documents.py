@@ -50,6 +50,7 @@ from ctxbudget.byte_order import (
     utf16_nul_error,
 )
 from ctxbudget.errors import (
+    BinaryContentError,
     DocumentConversionError,
     DocumentsExtraMissingError,
     FileTooLargeError,
@@ -272,13 +273,18 @@ def document_kind(data: bytes) -> DocumentKind | None:
     """Which convertible document ``data`` is, from its content, or ``None``.
 
     A PDF is data that starts with ``%PDF-``, after at most 1 KiB of whitespace or a UTF-8
-    byte order mark; a text that mentions the signature further on is not one. An Office
+    byte order mark, and ends in its ``%%EOF`` marker or is not text (a PDF cut short); a
+    text that starts with the signature or mentions it further on is not one. An Office
     file is a zip archive whose ``[Content_Types].xml`` gives a part in it the content type
     of a Word document, Excel workbook or PowerPoint presentation, or, failing that, which
     holds the usual main part (``word/document.xml``, ...).
 
-    >>> document_kind(b"%PDF-1.7\\n...")
+    >>> document_kind(b"%PDF-1.7\\n...\\n%%EOF\\n")
     'pdf'
+    >>> document_kind(b"%PDF-1.7\\n\\xe2\\xe3\\xcf\\xd3\\n")  # binary, cut short
+    'pdf'
+    >>> document_kind(b"%PDF- is how a PDF file starts.\\n") is None
+    True
     >>> document_kind(b'def is_pdf(data):\\n    return data.startswith(b"%PDF-")\\n') is None
     True
     >>> document_kind(b"plain text") is None
@@ -286,7 +292,11 @@ def document_kind(data: bytes) -> DocumentKind | None:
     """
     lead = data[:1024]
     if lead.removeprefix(UTF8_BOM).lstrip(_PDF_LEAD).startswith(b"%PDF-"):
-        return "pdf"
+        # A PDF ends in its %%EOF marker; without one, text that begins with "%PDF-" (notes
+        # about the format) is text, and anything else a PDF cut short.
+        if b"%%EOF" in data[-_PDF_TAIL:] or not _is_text(data):
+            return "pdf"
+        return None
     if not data.startswith(b"PK\x03\x04"):
         return None
     try:
@@ -323,6 +333,14 @@ def _main_part_kind(archive: zipfile.ZipFile, names: set[str]) -> DocumentKind |
         if kind is not None and element.get("PartName", "").lstrip("/").lower() in names:
             return kind
     return None
+
+
+def _is_text(data: bytes) -> bool:
+    try:
+        _text.validate_text(data)
+    except BinaryContentError:
+        return False
+    return True
 
 
 def _decode_text(data: bytes) -> str:
