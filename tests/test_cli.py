@@ -117,6 +117,11 @@ def test_demo_shows_every_kind_of_decision(capsys: pytest.CaptureFixture[str]) -
     assert "sent as it is" in out and "stubbed" in out and "compacted" in out
     assert "the provider said too long" in out and "retried once, and it went through" in out
     assert out.rstrip().endswith("never changed: yes.")
+    # old outputs stubbed oldest first, and the huge fresh one, largest first: two decisions
+    # that read the same before
+    stubbed = [line for line in out.splitlines() if "stubbed" in line and "(-" in line]
+    assert any("largest first" in line for line in stubbed)
+    assert any("largest first" not in line for line in stubbed)
 
 
 def test_demo_calls_fit_and_leave_the_history_alone() -> None:

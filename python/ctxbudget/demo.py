@@ -341,7 +341,8 @@ def _describe(event: ContextEvent) -> str:
             f" (-{saved:,} tokens)"
         )
     plural = "s" if event.stubbed != 1 else ""
-    return f"stubbed {event.stubbed} tool output{plural} (-{saved:,} tokens)"
+    order = ", largest first, recent ones too" if event.largest else ""
+    return f"stubbed {event.stubbed} tool output{plural}{order} (-{saved:,} tokens)"
 
 
 def print_demo(window: int = 16_000, model: str = "gpt-4o", width: int = 20) -> int:

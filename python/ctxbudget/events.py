@@ -66,6 +66,9 @@ class ContextEvent:
         components: The request's breakdown after it (system, conversation, tools,
             framing and each message's count: :class:`~ctxbudget.request.RequestComponents`,
             uncalibrated as the token counts are), where the action made one.
+        largest: The outputs were picked largest first, recent ones too, until the request
+            fit (the guard, once stubbing old outputs was not enough: SPEC F3), not oldest
+            first beyond the fresh tail (prune).
     """
 
     action: Action
@@ -87,6 +90,7 @@ class ContextEvent:
     max_tokens_before: int | None = None
     max_tokens_after: int | None = None
     components: RequestComponents | None = None
+    largest: bool = False
 
     def __str__(self) -> str:
         head = (
@@ -95,6 +99,7 @@ class ContextEvent:
         )
         if self.action == "prune":
             tail = f", stubbed={self.stubbed} interrupted={self.interrupted}"
+            tail += " largest first" if self.largest else ""
         elif self.action == "lower_output":
             tail = f", max_tokens {self.max_tokens_before} -> {self.max_tokens_after}"
         else:

@@ -1153,6 +1153,7 @@ class ContextGuard:
                 action="prune", reason=reason, tokens_before=before, tokens_after=est.raw.total,
                 messages_before=messages_before, messages_after=len(view),
                 fits=room.over(est) <= 0, stubbed=stubbed, components=est.raw.components,
+                largest=True,
             )  # fmt: skip
             emit(event, self._event)
         return view, est
