@@ -2,9 +2,9 @@
 //!
 //! Plain items: messages (role `system`, `developer`, `user` or `assistant`; content a string or
 //! text, output-text and refusal parts), `function_call`, `function_call_output` (output a
-//! string or text parts) and `reasoning` (its summary texts, counted joined as the Python path
-//! joins them). Images, files, audio, other item types and anything malformed are left to the
-//! Python path.
+//! string or text parts) and `reasoning` without `content` (its summary texts, counted joined
+//! as the Python path joins them). Images, files, audio, reasoning texts, other item types and
+//! anything malformed are left to the Python path.
 
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -132,6 +132,9 @@ pub(crate) fn fields_of<'py>(
             texts = content_texts(output, strings)?;
         }
         "reasoning" => {
+            if !content.is_none() {
+                return Err(()); // its reasoning texts: the Python path reads them
+            }
             // Absent is no summary; present and None is refused by the Python reader.
             let absent = !m.contains(keys[3]).map_err(|_| ())?;
             let summary = (!absent).then(|| summary.clone());

@@ -75,24 +75,33 @@ _ANTH_BLOCK_TYPES = frozenset(
 def _anth_source(r: _Reader, block: Mapping[str, Any], path: str, kind: PartKind) -> Part:
     source = r.mapping(block.get("source"), f"{path}.source")
     stype = source.get("type")
-    extra = _rest(block, ("type", "source"))
+    # A document's title is its name (a Chat or Responses file's ``filename``).
+    title = block.get("title") if kind == "document" else None
+    name = title if isinstance(title, str) else None
+    extra = _rest(block, ("type", "source", "title") if name is not None else ("type", "source"))
     if stype == "base64":
         return Part(
             kind,
             media_type=r.str_(source, "media_type", f"{path}.source."),
             data=r.str_(source, "data", f"{path}.source."),
+            name=name,
             provider="anthropic",
             extra=extra,
         )
     if stype == "url":
         return Part(
-            kind, url=r.str_(source, "url", f"{path}.source."), provider="anthropic", extra=extra
+            kind,
+            url=r.str_(source, "url", f"{path}.source."),
+            name=name,
+            provider="anthropic",
+            extra=extra,
         )
     if stype == "text" and kind == "document":
         return Part(
             "document",
             text=r.str_(source, "data", f"{path}.source."),
             media_type=source.get("media_type", "text/plain"),
+            name=name,
             provider="anthropic",
             extra=extra,
         )
@@ -100,6 +109,7 @@ def _anth_source(r: _Reader, block: Mapping[str, Any], path: str, kind: PartKind
         return Part(
             kind,
             url=r.str_(source, "file_id", f"{path}.source."),
+            name=name,
             provider="anthropic",
             extra=extra | {"_file": True},
         )
@@ -215,16 +225,14 @@ def _anth_block_out(part: Part, w: _Writer, path: str) -> dict[str, Any] | None:
         source = _anth_source_out(part, w, path)
         return {"type": "image", "source": source} | extra if source else None
     if part.kind == "document":
+        titled = {"title": part.name} if part.name is not None else {}
         if part.text and part.data is None:
             source = {"type": "text", "media_type": part.media_type or "text/plain"}
-            return {"type": "document", "source": source | {"data": part.text}} | extra
+            return {"type": "document", "source": source | {"data": part.text}} | titled | extra
         doc_source = _anth_source_out(part, w, path)
         if doc_source is None:
             return None
-        doc: dict[str, Any] = {"type": "document", "source": doc_source}
-        if part.name is not None and not _same(part, "anthropic"):
-            doc["title"] = part.name
-        return doc | extra
+        return {"type": "document", "source": doc_source} | titled | extra
     if part.kind == "tool_call":
         return {
             "type": "tool_use",

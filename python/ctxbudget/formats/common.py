@@ -250,6 +250,7 @@ def _message_loss(message: Message, fmt: str, w: _Writer) -> bool:
     if message.provider == fmt:
         return False
     _anthropic_fields_loss(message.parts, fmt, w, "content")
+    _gemini_fields_loss(message.parts, fmt, w)
     if message.provider != "openai_chat":
         return False
     if message.name is not None:
@@ -282,6 +283,24 @@ def _anthropic_fields_loss(parts: Iterable[Part], fmt: str, w: _Writer, path: st
         if part.is_error and fmt != "anthropic":
             w.lossy(f"{path}[{i}].is_error", f"a tool result's error flag has no {fmt} form")
         _anthropic_fields_loss(part.content, fmt, w, f"{path}[{i}].content")
+
+
+def _gemini_fields_loss(parts: Iterable[Part], fmt: str, w: _Writer) -> None:
+    """Report what a Gemini function response carries beside its JSON that ``fmt`` has no
+    place for in a converted result: media its tool returned (``parts``: screenshots,
+    files), and whether more responses follow (``will_continue``) or when the model reads it
+    (``scheduling``)."""
+    for i, part in enumerate(parts):
+        if part.provider != "gemini" or part.kind != "tool_result":
+            continue
+        kept = part.extra.get("_fr", {})
+        for key, camel, why in (
+            ("parts", "parts", "the media a Gemini function response carries"),
+            ("will_continue", "willContinue", "a Gemini function response's will_continue"),
+            ("scheduling", "scheduling", "a Gemini function response's scheduling"),
+        ):
+            if kept.get(key) or kept.get(camel):
+                w.lossy(f"parts[{i}].function_response.{key}", f"{why} has no {fmt} form here")
 
 
 def _signature(part: Part, fmt: str, w: _Writer, path: str) -> Any:

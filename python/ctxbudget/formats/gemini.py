@@ -8,6 +8,8 @@ Gemini may leave call ids out: reading makes them up (``ctxb_call_<n>``) and wri
 from __future__ import annotations
 
 import json
+import mimetypes
+import urllib.parse
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -134,9 +136,10 @@ def _gem_part(r: _Reader, raw: object, path: str) -> Part:
     if "file_data" in block:
         fd = _snake(r.mapping(block["file_data"], f"{path}.file_data"))
         media = r.str_(fd, "mime_type", f"{path}.file_data.", required=False)
+        uri = r.str_(fd, "file_uri", f"{path}.file_data.")
         return Part(
-            _media_kind(media or ""),
-            url=r.str_(fd, "file_uri", f"{path}.file_data."),
+            _media_kind(media or _guessed_type(uri) or ""),
+            url=uri,
             media_type=media,
             signature=sig,
             provider="gemini",
@@ -182,6 +185,11 @@ def _gem_part(r: _Reader, raw: object, path: str) -> Part:
     return Part(
         "other", signature=sig, provider="gemini", extra=_check_json(r, block, path, strict=False)
     )
+
+
+def _guessed_type(url: str) -> str | None:
+    """The MIME type of a file URI by its name's extension (``cat.png``, ``a.pdf?v=2``)."""
+    return mimetypes.guess_type(urllib.parse.urlsplit(url).path, strict=False)[0]
 
 
 def _media_kind(media_type: str) -> PartKind:
@@ -273,8 +281,9 @@ def _gem_part_out(part: Part, w: _Writer, path: str, ids: dict[str, str]) -> dic
             return None  # a file id of another provider's store (lossy)
         elif part.url:
             fd: dict[str, Any] = {"file_uri": part.url}
-            if part.media_type:
-                fd["mime_type"] = part.media_type
+            media_type = part.media_type if same else part.media_type or _guessed_type(part.url)
+            if media_type:
+                fd["mime_type"] = media_type  # (required by Vertex AI)
             if same:
                 fd |= part.extra.get("_blob", {})
             out = {"file_data": fd}

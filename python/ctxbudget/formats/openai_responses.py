@@ -186,12 +186,16 @@ def _read_responses(item: object, index: int) -> Message:
         texts = []
         for i, s in enumerate(summary):
             texts.append(r.str_(r.mapping(s, f"summary[{i}]"), "text", f"summary[{i}]."))
+        # The reasoning itself (`reasoning_text` parts: gpt-oss and other open models served
+        # through Responses send it back), after its summary: counted and converted with it.
+        raw = _reasoning_texts(r, m)
         part = Part(
             "reasoning",
-            text="\n\n".join(texts),
+            text="\n\n".join(texts + raw),
             signature=m.get("encrypted_content"),
             provider="openai_responses",
-            extra=_rest(m, ("type", "summary", "encrypted_content")) | {"_summary": tuple(texts)},
+            extra=_rest(m, ("type", "summary", "encrypted_content"))
+            | {"_summary": tuple(texts), "_reasoning": tuple(raw)},
         )
         return Message("assistant", (part,), provider="openai_responses", source=item)
     if isinstance(kind, str) and kind in _RESP_ITEM_TYPES:
@@ -413,9 +417,24 @@ def _write_responses(messages: Sequence[Message], w: _Writer) -> list[dict[str, 
 
 def _summary_texts(part: Part) -> list[str]:
     """A reasoning part's summary texts: those it was read from while its text is still
-    their join (a summary text may hold blank lines itself, so splitting the join at them
-    would make more texts); else its text as one."""
+    their join with its reasoning texts (a summary text may hold blank lines itself, so
+    splitting the join at them would make more texts; the reasoning texts go back in the
+    item's ``content``, kept as it came); else its text as one."""
     read = part.extra.get("_summary") if _same(part, "openai_responses") else None
-    if read is not None and "\n\n".join(read) == part.text:
+    raw = part.extra.get("_reasoning", ())
+    if read is not None and "\n\n".join((*read, *raw)) == part.text:
         return list(read)
     return [part.text] if part.text else []
+
+
+def _reasoning_texts(r: _Reader, m: Mapping[str, Any]) -> list[str]:
+    """The texts of a reasoning item's ``content`` (its ``reasoning_text`` parts)."""
+    content = m.get("content")
+    if content is None:
+        return []
+    texts = []
+    for i, c in enumerate(r.list_(content, "content")):
+        c = r.mapping(c, f"content[{i}]")
+        if c.get("type") == "reasoning_text":
+            texts.append(r.str_(c, "text", f"content[{i}]."))
+    return texts
