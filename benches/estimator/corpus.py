@@ -681,7 +681,29 @@ def src_minified(rng: random.Random) -> Iterator[tuple[str, str]]:
         if t:
             # Python has no minified form; squeeze whitespace like a minifier would (shape only).
             yield str(p) + ":min", _minify_js(t)
+    yield from _installed_source_maps(rng)
     yield from _source_maps()
+
+
+#: Where source maps of installed JavaScript are (npm's own packages, Debian's libjs-*).
+SOURCE_MAP_ROOTS = (Path("/usr/lib/node_modules"), Path("/usr/share/javascript"))
+
+
+def _installed_source_maps(rng: random.Random) -> Iterator[tuple[str, str]]:
+    """Real source maps: their ``mappings`` repeat a few short segments (``CAAC,GAAG``) in
+    a way generated ones do not, and were 7% under in every encoding on a review's corpus
+    of tsc's maps."""
+    files = [
+        p
+        for root in SOURCE_MAP_ROOTS
+        if root.is_dir()
+        for p in sorted(root.rglob("*.map"))
+        if p.is_file() and not p.is_symlink()
+    ]
+    for p in _sample_files(files, rng, 12):
+        t = _read(p)
+        if t:
+            yield str(p), t[:40_000]
 
 
 _B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
