@@ -1,7 +1,7 @@
 //! Python bindings: convert arguments, call the core, map errors. No logic lives here.
 
 use pyo3::buffer::PyUntypedBuffer;
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::string::PyStringData;
@@ -36,7 +36,19 @@ impl<'py> ByteSource<'py> {
                 "{what} takes bytes, bytearray or memoryview, not str (a str is already text)"
             )));
         }
-        let buffer = PyUntypedBuffer::get(obj).map_err(|err| {
+        let buffer = PyUntypedBuffer::get(obj).or_else(|err| {
+            // An exporter that gives no strides (a ctypes array: "strides is null"): a
+            // memoryview of it has them.
+            if err.is_instance_of::<PyBufferError>(obj.py())
+                && !obj.is_instance_of::<PyMemoryView>()
+            {
+                if let Ok(view) = PyMemoryView::from(obj) {
+                    return PyUntypedBuffer::get(view.as_any()).map_err(|_| err);
+                }
+            }
+            Err(err)
+        });
+        let buffer = buffer.map_err(|err| {
             if err.is_instance_of::<PyTypeError>(obj.py()) {
                 PyTypeError::new_err(format!(
                     "{what} takes bytes, bytearray or memoryview, not {}",

@@ -281,3 +281,15 @@ def test_text_stream_names_a_wrong_list_of_encodings(encodings: object, names: s
     # Before: "Can't extract `str` to `Vec`"
     with pytest.raises(TypeError, match=names):
         ctxbudget._core.TextStream(encodings)  # type: ignore[arg-type]
+
+
+def test_a_ctypes_array_is_read_as_its_bytes() -> None:
+    # Its buffer gives no strides: "BufferError: strides is null" before.
+    import ctypes
+
+    data = (ctypes.c_char * 5)(*b"a\xc3\xa9bc")
+    assert ctxbudget.check_text(data) == "aébc"
+    ctxbudget.validate_text(data)
+    assert ctxbudget.estimate_tokens(data) == ctxbudget.estimate_tokens(b"a\xc3\xa9bc")
+    with pytest.raises(ctxbudget.BinaryContentError):
+        ctxbudget.check_text((ctypes.c_char * 3)(*b"a\x00b"))
