@@ -75,8 +75,9 @@ impl Traits {
 }
 
 /// The traits of every character of the BMP, packed, and a bit per character set where it
-/// is watched ([`Traits::watched`]): built on first use (about a millisecond), from the
-/// tables of `unicode-normalization`, whose lookups cost tens of nanoseconds a character.
+/// is watched ([`Traits::watched`]): built on first use by a text that reaches U+0300 (about
+/// a millisecond), from the tables of `unicode-normalization`, whose lookups cost tens of
+/// nanoseconds a character.
 struct Tables {
     traits: Box<[u16]>,
     watched: Box<[u64]>,
@@ -220,14 +221,19 @@ fn changes(text: &[u8]) -> bool {
 /// it leaves alone and nothing joins (NFC of the text is NFC of such spans, the rest as it
 /// is).
 fn next_change(text: &[u8], from: usize) -> Option<(usize, usize)> {
+    let first = skip_low(text, from);
+    if first == text.len() {
+        return None; // ASCII and characters below U+0300: no tables to build (a millisecond)
+    }
     let tables = tables();
     // Where the last starter (a character of combining class 0) begins, or where the run of
     // marks since the start or an invalid byte begins (then no starter); the class of the
     // character before this one.
-    let mut anchor = from;
-    let mut starter = false;
-    let mut last_class = 0u8;
-    let mut at = from;
+    let (mut anchor, mut starter, mut last_class, mut at) = (from, false, 0u8, first);
+    if first > from {
+        anchor = char_start_before(text, first);
+        starter = char_at(text, anchor).is_some();
+    }
     while at < text.len() {
         if text[at] < FIRST_WATCHED_LEAD {
             let run_end = skip_low(text, at);

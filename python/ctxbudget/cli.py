@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import codecs
 import contextlib
 import errno
 import os
@@ -31,6 +30,7 @@ from ctxbudget.report import (
     print_inspection,
     printable,
 )
+from ctxbudget.text import cut_at_end
 from ctxbudget.tokens import DEFAULT_ENCODING, ENCODINGS
 from ctxbudget.tool_output import validate_text
 
@@ -152,7 +152,7 @@ def _check_text(data: BytesLike) -> BinaryContentError | None:
     try:
         validate_text(data)
     except BinaryContentError as err:
-        if not _cut_character(data, err):
+        if not cut_at_end(data, err):
             raise
         return err
     return None
@@ -163,20 +163,6 @@ def _display(name: str) -> str:
     control characters as ``\\x1b``, ``\\n``, and characters the output's encoding lacks
     (an ASCII or cp1252 stdout) as ``\\xe9``."""
     return printable(os.fsencode(name).decode(sys.getfilesystemencoding(), "backslashreplace"))
-
-
-def _cut_character(data: BytesLike, err: BinaryContentError) -> bool:
-    """True when ``err`` is only an incomplete UTF-8 character at the very end of ``data``.
-
-    ``head -c`` and other byte limits cut text mid-character; that is still text.
-    """
-    if err.reason != "invalid_utf8":
-        return False
-    try:
-        codecs.getincrementaldecoder("utf-8")().decode(memoryview(data)[err.offset :], final=False)
-    except UnicodeDecodeError:
-        return False
-    return True
 
 
 def _count_one(name: str, file: BinaryIO, encodings: Sequence[str]) -> _Counted:

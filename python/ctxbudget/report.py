@@ -12,12 +12,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ctxbudget.budget import ContextWindowBudget
+from ctxbudget.byte_order import UTF8_BOM
 from ctxbudget.errors import BinaryContentError
 from ctxbudget.formats.common import as_mapping, shown
 from ctxbudget.models import model_info
 from ctxbudget.prune import Pruner, PruneResult
 from ctxbudget.request import RequestEstimate, estimate_request
-from ctxbudget.text import check_text
+from ctxbudget.text import check_text, cut_at_end
 
 __all__ = [
     "Inspection",
@@ -64,9 +65,9 @@ def load_conversation(path: Path, model: str | None = None) -> Conversation:
         ValueError: The file is not such JSON, or its output cap is not a positive integer.
     """
     with path.open("rb") as file:
-        head = file.read(_HEAD_BYTES)
-        _check_start(head)
-        return parse_conversation(head + file.read(), model)
+        _check_start(file.read(_HEAD_BYTES))
+        file.seek(0)
+        return parse_conversation(file.read(), model)
 
 
 #: What :func:`load_conversation` reads before it reads the rest: enough to tell a JSON file
@@ -82,14 +83,14 @@ def _check_start(head: bytes) -> None:
         BinaryContentError: They are not text (names the type, as for the whole file).
         ValueError: They are text that starts with something else.
     """
-    lead = head.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")
+    lead = head.removeprefix(UTF8_BOM).lstrip(b" \t\r\n")
     if not lead or lead[:1] in (b"[", b"{"):
         return
     try:
         check_text(head)
     except BinaryContentError as err:
-        if err.reason != "invalid_utf8" or err.offset < len(head) - 3:
-            raise  # (else only a character cut at the end of what was read)
+        if not cut_at_end(head, err):
+            raise
     raise ValueError(
         "not JSON: expected a list of messages or a request body, but it starts with"
         f" {lead[:24].decode('utf-8', 'replace')!r}"

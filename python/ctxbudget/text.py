@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import codecs
+
 from ctxbudget import _core
 from ctxbudget._types import BytesLike
+from ctxbudget.errors import BinaryContentError
 
 __all__ = ["check_text", "detect_type", "validate_text"]
 
@@ -52,3 +55,16 @@ def detect_type(data: BytesLike) -> str | None:
     'png'
     """
     return _core.detect_type(data)
+
+
+def cut_at_end(data: BytesLike, err: BinaryContentError) -> bool:
+    """Whether ``err`` (from checking ``data``) is only an incomplete UTF-8 character at the
+    very end of ``data``: ``head -c``, a chunk or any other byte limit cut text mid-character,
+    which is still text."""
+    if err.reason != "invalid_utf8":
+        return False
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(memoryview(data)[err.offset :], final=False)
+    except UnicodeDecodeError:
+        return False
+    return True
